@@ -1,0 +1,90 @@
+// Package runner defines how a role is executed: the Runner interface, the
+// middlewares that wrap every role call (timeout, panic recovery), and the
+// built-in sim runner. Later runners (exec, openai) plug in here without
+// touching the pipeline.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/droverhq/drover/subjects"
+)
+
+// ErrPermanent marks a role error that no retry can fix. The task fails at
+// once with reason role_failed instead of being retried. Wrap it:
+// fmt.Errorf("%w: bad config", runner.ErrPermanent).
+var ErrPermanent = errors.New("permanent role error")
+
+// ErrTimeout is returned when a role exceeds its timeout.
+var ErrTimeout = errors.New("role timed out")
+
+// ErrPanic is returned when a role panicked.
+var ErrPanic = errors.New("role panicked")
+
+// Request is everything a role sees. Every field except Try and Workflow
+// feeds the role's cache key.
+type Request struct {
+	Role subjects.Role `json:"role"`
+	// Task is the request with defaults applied.
+	Task subjects.TaskRequest `json:"task"`
+	// Attempt is the implementer+judge round, from 1.
+	Attempt int `json:"attempt"`
+	// Plan is the planner's output (implementer and judge).
+	Plan json.RawMessage `json:"plan,omitempty"`
+	// Change is the implementer's output of this round (judge).
+	Change json.RawMessage `json:"change,omitempty"`
+	// Feedback is the judge's feedback on the previous round (implementer).
+	Feedback string `json:"feedback,omitempty"`
+	// Try is which try of this role this is for the task, from 1. It is not
+	// part of the cache key.
+	Try int `json:"-"`
+}
+
+// Result is a role's successful result.
+type Result struct {
+	// Output is the role's output as JSON.
+	Output json.RawMessage `json:"output"`
+	// Action is the judge's verdict (approve or reject); for other roles a
+	// short word for what was done.
+	Action string `json:"action"`
+	// Reasoning explains the result; for a rejecting judge it is the
+	// feedback the implementer gets.
+	Reasoning string `json:"reasoning"`
+	// Metadata is recorded in the audit event (token usage and the like).
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// Runner executes one role.
+type Runner interface {
+	// Identity names the runner and every setting that changes its output
+	// (model, base URL, argv, prompt template hash). It is part of the
+	// cache key, so changing any of them never serves a stale answer.
+	Identity() string
+	// Run executes the role. It must return promptly when ctx is done.
+	Run(ctx context.Context, req Request) (Result, error)
+}
+
+// Func adapts a function to a Runner with the given identity.
+type Func struct {
+	ID string
+	F  func(ctx context.Context, req Request) (Result, error)
+}
+
+// Identity implements Runner.
+func (f Func) Identity() string { return f.ID }
+
+// Run implements Runner.
+func (f Func) Run(ctx context.Context, req Request) (Result, error) { return f.F(ctx, req) }
+
+// Middleware wraps a Runner.
+type Middleware func(Runner) Runner
+
+// Chain wraps r in mws; the first middleware is the outermost.
+func Chain(r Runner, mws ...Middleware) Runner {
+	for i := len(mws) - 1; i >= 0; i-- {
+		r = mws[i](r)
+	}
+	return r
+}

@@ -1,0 +1,83 @@
+package subjects
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Task states in drover_state.
+const (
+	StateRunning   = "running"
+	StatePaused    = "paused"
+	StateCompleted = "completed"
+	StateFailed    = "failed"
+	StateCancelled = "cancelled"
+)
+
+// TerminalState reports whether a task state is final.
+func TerminalState(s string) bool {
+	return s == StateCompleted || s == StateFailed || s == StateCancelled
+}
+
+// StageDone is the stage of a task with no role left to run.
+const StageDone = "done"
+
+// TaskState is the value of drover_state key <wf>.<task>. The key's KV
+// revision is the task's fencing token.
+//
+// Fields beyond the contract's (stream_seq, delivery, feedback, outbox,
+// result) are Drover's own bookkeeping; clients may ignore them.
+type TaskState struct {
+	Workflow string `json:"workflow"`
+	Task     string `json:"task"`
+	State    string `json:"state"`
+	// Stage is the next role to run, or "done".
+	Stage   string `json:"stage"`
+	Attempt int    `json:"attempt"`
+	// Outputs holds per finished role its cache key (or blob reference).
+	Outputs map[Role]string `json:"outputs,omitempty"`
+	// Request is the original request body, kept while paused.
+	Request   json.RawMessage `json:"request,omitempty"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	Worker    string          `json:"worker"`
+
+	// Queue and StreamSeq name the request message that owns the task.
+	Queue     string `json:"queue,omitempty"`
+	StreamSeq uint64 `json:"stream_seq,omitempty"`
+	// Delivery is the delivery of that message the owner is running.
+	Delivery uint64 `json:"delivery,omitempty"`
+	// Type is the task type, kept for statistics.
+	Type string `json:"type,omitempty"`
+	// Feedback is the judge's last rejection, input to the next round.
+	Feedback string `json:"feedback,omitempty"`
+	// Reason is the DLQ reason of a failed task.
+	Reason Reason `json:"reason,omitempty"`
+	// Result is the final output of a completed task.
+	Result json.RawMessage `json:"result,omitempty"`
+	// StartedAt is when the task was first picked up.
+	StartedAt time.Time `json:"started_at,omitempty"`
+	// Outbox holds the audit events (and DLQ entry) committed with this
+	// revision. They are published after the revision is written; whoever
+	// owns the task next publishes any of them the audit stream lacks.
+	Outbox []OutboxItem `json:"outbox,omitempty"`
+}
+
+// OutboxItem is an audit event committed with a state revision, or a DLQ
+// entry to write before the events that follow it.
+type OutboxItem struct {
+	Event *AuditEvent `json:"event,omitempty"`
+	DLQ   *DLQIntent  `json:"dlq,omitempty"`
+}
+
+// DLQIntent is a DLQ entry to be written for the owning request.
+type DLQIntent struct {
+	Reason Reason `json:"reason"`
+	Error  string `json:"error"`
+}
+
+// WorkflowState is the value of drover_state key <wf>._.
+type WorkflowState struct {
+	State     string    `json:"state"`
+	Reason    string    `json:"reason"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
