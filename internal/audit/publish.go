@@ -1,0 +1,123 @@
+// Package audit writes and reads the append-only audit stream. Writing is
+// fenced: every event of a task is published with
+// Nats-Expected-Last-Subject-Sequence over the task's audit subjects, so two
+// workers can never both extend a task's record, and Nats-Msg-Id is the
+// event ID, so a repeated publish inside the duplicate window is stored once.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/subjects"
+)
+
+// ErrWrongLastSequence is returned when a task's audit subjects moved on
+// since the expected sequence: another event was written for the task.
+var ErrWrongLastSequence = errors.New("audit: wrong last sequence for the task")
+
+// Publisher writes audit events.
+type Publisher struct {
+	js     jetstream.JetStream
+	names  subjects.Names
+	source string
+}
+
+// NewPublisher returns a Publisher for the deployment of names.
+func NewPublisher(js jetstream.JetStream, names subjects.Names) *Publisher {
+	return &Publisher{js: js, names: names, source: "drover/" + names.Prefix()}
+}
+
+// Ack is the outcome of a publish.
+type Ack struct {
+	Seq       uint64
+	Duplicate bool
+}
+
+// Publish writes ev. With fence set, the publish succeeds only if the last
+// event on the task's audit subjects has sequence expectSeq (0: none);
+// otherwise it returns ErrWrongLastSequence. A duplicate event ID inside the
+// duplicate window is acknowledged with Duplicate set and not stored again.
+func (p *Publisher) Publish(ctx context.Context, ev *subjects.AuditEvent, traceparent string, fence bool, expectSeq uint64) (Ack, error) {
+	msg, err := p.Msg(ev, traceparent)
+	if err != nil {
+		return Ack{}, err
+	}
+	var opts []jetstream.PublishOpt
+	if fence {
+		opts = append(opts, jetstream.WithExpectLastSequenceForSubject(expectSeq, p.names.AuditTaskFilter(ev.WorkflowID, ev.TaskID)))
+	}
+	pa, err := p.js.PublishMsg(ctx, msg, opts...)
+	if err != nil {
+		if isWrongLastSeq(err) {
+			return Ack{}, fmt.Errorf("%w: %s (%v)", ErrWrongLastSequence, ev.EventID, err)
+		}
+		return Ack{}, fmt.Errorf("audit: publish %s: %w", ev.EventID, err)
+	}
+	return Ack{Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
+}
+
+// Msg builds the NATS message of an event: its subject, the event ID as
+// Nats-Msg-Id, the contract version, CloudEvents attributes in binary content
+// mode, and the trace context when there is one.
+func (p *Publisher) Msg(ev *subjects.AuditEvent, traceparent string) (*nats.Msg, error) {
+	ev.Normalize()
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("audit: encode %s: %w", ev.EventID, err)
+	}
+	h := nats.Header{}
+	h.Set(subjects.HeaderMsgID, ev.EventID)
+	h.Set(subjects.HeaderContract, subjects.ContractVersion)
+	h.Set(subjects.HeaderCESpecVersion, "1.0")
+	h.Set(subjects.HeaderCEID, ev.EventID)
+	h.Set(subjects.HeaderCESource, p.source)
+	h.Set(subjects.HeaderCEType, "dev.drover."+string(ev.EventType))
+	h.Set(subjects.HeaderCETime, ev.Timestamp.UTC().Format(time.RFC3339Nano))
+	h.Set(subjects.HeaderCESubject, tokenOrReserved(ev.WorkflowID)+"/"+tokenOrReserved(ev.TaskID))
+	h.Set(subjects.HeaderCEContentType, "application/json")
+	if traceparent != "" {
+		h[subjects.HeaderTraceparent] = []string{traceparent}
+	}
+	subject := p.names.AuditSubject(ev.WorkflowID, ev.TaskID, ev.Actor, ev.EventType)
+	return &nats.Msg{Subject: subject, Header: h, Data: body}, nil
+}
+
+// LastSeq returns the sequence of the task's last audit event, 0 if it has
+// none, and that event's ID.
+func (p *Publisher) LastSeq(ctx context.Context, stream jetstream.Stream, workflow, task string) (uint64, string, error) {
+	m, err := stream.GetLastMsgForSubject(ctx, p.names.AuditTaskFilter(workflow, task))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, "", nil
+		}
+		return 0, "", fmt.Errorf("audit: last event of %s/%s: %w", workflow, task, err)
+	}
+	return m.Sequence, m.Header.Get(subjects.HeaderMsgID), nil
+}
+
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+func tokenOrReserved(id string) string {
+	if id == "" || id == subjects.Reserved {
+		return subjects.Reserved
+	}
+	return subjects.Token(id)
+}
+
+// FormatSeq renders a stream sequence for a header.
+func FormatSeq(seq uint64) string { return strconv.FormatUint(seq, 10) }

@@ -1,0 +1,122 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Defaults of EmbeddedConfig.
+const (
+	DefaultListen  = "127.0.0.1:4222"
+	DefaultDataDir = "./.drover"
+)
+
+// readyTimeout bounds how long StartEmbedded waits for the server to accept
+// connections.
+const readyTimeout = 10 * time.Second
+
+// EmbeddedConfig configures an in-process NATS server with JetStream.
+type EmbeddedConfig struct {
+	// Listen is the client address, host:port (default "127.0.0.1:4222").
+	// Port 0 picks a free port; ClientURL reports it.
+	Listen string
+	// DataDir is the JetStream store directory (default "./.drover").
+	DataDir string
+	// Sync is the fsync interval. 0 fsyncs before every acknowledgement
+	// (sync_interval: always); a longer interval is faster but a machine
+	// crash can lose acknowledged messages written within it.
+	Sync time.Duration
+	// ServerName names the server; optional.
+	ServerName string
+	// Logger receives the server's log, notices at debug level; nil
+	// discards it.
+	Logger *slog.Logger
+}
+
+// Embedded is a running in-process NATS server with JetStream.
+type Embedded struct {
+	srv *server.Server
+}
+
+// StartEmbedded starts a NATS server with JetStream in this process and
+// waits until it accepts connections. It fails with an error naming the
+// listen address if the server cannot listen there or does not become ready
+// within 10 seconds.
+func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	opts, err := cfg.serverOptions()
+	if err != nil {
+		return nil, err
+	}
+	logs := &serverLog{log: cfg.Logger}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats on %s: %w", cfg.Listen, err)
+	}
+	srv.SetLoggerV2(logs, false, false, false)
+	// Start returns once the client listener is open or has failed.
+	srv.Start()
+	if msg := logs.firstFatal(); msg != "" {
+		stop(srv)
+		return nil, fmt.Errorf("embedded nats on %s: %s", cfg.Listen, msg)
+	}
+	if !srv.ReadyForConnections(readyTimeout) {
+		stop(srv)
+		return nil, fmt.Errorf("embedded nats on %s: not ready for connections after %s", cfg.Listen, readyTimeout)
+	}
+	return &Embedded{srv: srv}, nil
+}
+
+// serverOptions fills in defaults and translates cfg to server options.
+func (cfg *EmbeddedConfig) serverOptions() (*server.Options, error) {
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = DefaultDataDir
+	}
+	if cfg.Sync < 0 {
+		return nil, fmt.Errorf("embedded nats: sync interval %s is negative", cfg.Sync)
+	}
+	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: listen address %q: %w", cfg.Listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("embedded nats: listen address %q: bad port", cfg.Listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT // to nats-server, 0 means its default port
+	}
+	opts := &server.Options{
+		ServerName: cfg.ServerName,
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   cfg.DataDir,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	if cfg.Sync == 0 {
+		opts.SyncAlways = true
+	} else {
+		opts.SyncInterval = cfg.Sync
+	}
+	return opts, nil
+}
+
+// ClientURL is the URL clients connect to, with the actual port.
+func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
+
+// Shutdown stops the server and waits until it has stopped.
+func (e *Embedded) Shutdown() { stop(e.srv) }
+
+func stop(srv *server.Server) {
+	srv.Shutdown()
+	srv.WaitForShutdown()
+}

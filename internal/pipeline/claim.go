@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/subjects"
+)
+
+// taskRun is one delivery's view of a task while it runs.
+type taskRun struct {
+	d           Delivery
+	req         subjects.TaskRequest
+	st          subjects.TaskState // as committed at rev (or to be created)
+	rev         uint64             // 0: the state does not exist yet
+	lastSeq     uint64             // the task's last audit sequence, when known
+	traceparent string
+	plan        json.RawMessage // the planner's output, once known
+}
+
+// claim finds where the task stands and makes this delivery its owner. It
+// returns ok=false with the outcome when there is nothing (more) to run.
+func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskRequest) (*taskRun, Outcome, bool) {
+	for range 4 {
+		cur, err := p.d.State.GetTask(ctx, req.Workflow, req.ID)
+		if errors.Is(err, state.ErrNotFound) {
+			t := p.newRun(d, req)
+			if d.NumDelivered == 1 {
+				// First delivery: the first commit creates the state, so a
+				// cold task pays for no separate claim write.
+				return t, Outcome{}, true
+			}
+			// A redelivery with no state: claim at once, so that a stalled
+			// earlier delivery is fenced out before it writes anything.
+			accepted := p.acceptedEvent(t)
+			switch err := p.commit(ctx, t, nil, accepted); {
+			case err == nil:
+				return t, Outcome{}, true
+			case errors.Is(err, errCreateConflict):
+				continue
+			default:
+				return nil, p.errOutcome(t, err), false
+			}
+		}
+		if err != nil {
+			return nil, p.nakOutcome(d, err), false
+		}
+		if cur.StreamSeq != d.StreamSeq {
+			return nil, p.rejectDuplicate(ctx, d, req, cur), false
+		}
+		if cur.Delivery > d.NumDelivered {
+			return nil, Outcome{Action: Abandon, Err: errors.New("a later delivery owns the task")}, false
+		}
+		t := p.newRun(d, req)
+		t.st, t.rev = cur.TaskState, cur.Revision
+		if cur.Delivery < d.NumDelivered {
+			switch _, err := p.casState(ctx, t, func(*subjects.TaskState) {}, t.st.Outbox); {
+			case errors.Is(err, state.ErrConflict):
+				continue
+			case err != nil:
+				return nil, p.nakOutcome(d, err), false
+			}
+		}
+		if err := p.flush(ctx, t, -1); err != nil {
+			return nil, p.errOutcome(t, err), false
+		}
+		switch t.st.State {
+		case subjects.StateCompleted:
+			return nil, Outcome{Action: Ack, Terminal: subjects.EventTaskCompleted}, false
+		case subjects.StateFailed:
+			return nil, Outcome{Action: Term, Terminal: subjects.EventTaskFailed, Reason: t.st.Reason}, false
+		case subjects.StateCancelled:
+			return nil, Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}, false
+		}
+		return t, Outcome{}, true
+	}
+	return nil, p.nakOutcome(d, errors.New("state kept changing while claiming the task")), false
+}
+
+func (p *Pipeline) newRun(d Delivery, req subjects.TaskRequest) *taskRun {
+	now := p.cfg.Now().UTC()
+	return &taskRun{
+		d:   d,
+		req: req,
+		st: subjects.TaskState{
+			Workflow:  req.Workflow,
+			Task:      req.ID,
+			State:     subjects.StateRunning,
+			Stage:     string(subjects.RolePlanner),
+			Attempt:   1,
+			Queue:     d.Queue,
+			StreamSeq: d.StreamSeq,
+			Delivery:  d.NumDelivered,
+			Type:      req.Type,
+			StartedAt: now,
+			UpdatedAt: now,
+		},
+		traceparent: traceparentOf(d),
+	}
+}
+
+// traceparent is read in any case: NATS headers are case-sensitive, and
+// producers do not all write it in lower case.
+func traceparentOf(d Delivery) string {
+	if v := d.Header.Get(subjects.HeaderTraceparent); v != "" {
+		return v
+	}
+	for k, v := range d.Header {
+		if strings.EqualFold(k, subjects.HeaderTraceparent) && len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// nextState copies the committed state for a change.
+func (t *taskRun) nextState() subjects.TaskState {
+	next := t.st
+	next.Outputs = maps.Clone(t.st.Outputs)
+	next.Tries = maps.Clone(t.st.Tries)
+	if next.Outputs == nil {
+		next.Outputs = map[subjects.Role]string{}
+	}
+	return next
+}
+
+// backoff is the nak delay after a failed delivery n.
+func (p *Pipeline) backoff(n uint64) time.Duration {
+	d := p.cfg.RetryBase
+	for i := uint64(1); i < n && d < p.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, p.cfg.RetryMax)
+}

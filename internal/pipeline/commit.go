@@ -1,0 +1,195 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/subjects"
+)
+
+var (
+	// errLost: another delivery owns the task now.
+	errLost = errors.New("claim lost to another delivery")
+	// errCreateConflict: the state appeared while this delivery ran
+	// without one; the claim must be decided again.
+	errCreateConflict = errors.New("task state created concurrently")
+)
+
+// commit writes the task's next state by compare-and-set, with items as its
+// outbox, then publishes the items.
+func (p *Pipeline) commit(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items ...subjects.OutboxItem) error {
+	if _, err := p.casState(ctx, t, mutate, items); err != nil {
+		if errors.Is(err, state.ErrConflict) {
+			return errLost
+		}
+		return err
+	}
+	return p.flush(ctx, t, 0)
+}
+
+// casState writes the next state; ErrConflict (update) or errCreateConflict
+// (create) when it lost.
+func (p *Pipeline) casState(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items []subjects.OutboxItem) (state.Task, error) {
+	next := t.nextState()
+	if mutate != nil {
+		mutate(&next)
+	}
+	next.Outbox = items
+	next.Worker = p.cfg.Worker
+	next.Delivery = t.d.NumDelivered
+	next.UpdatedAt = p.cfg.Now().UTC()
+	var (
+		st  state.Task
+		err error
+	)
+	if t.rev == 0 {
+		st, err = p.d.State.CreateTask(ctx, next)
+		if errors.Is(err, state.ErrConflict) {
+			return st, errCreateConflict
+		}
+	} else {
+		st, err = p.d.State.UpdateTask(ctx, next, t.rev)
+	}
+	if err != nil {
+		return st, err
+	}
+	t.st, t.rev = st.TaskState, st.Revision
+	return st, nil
+}
+
+// flush publishes the state's outbox. from is the first item known to be
+// unpublished; -1 means it must be found from the task's last audit event.
+// Every event is fenced on the task's last audit sequence. A fence that
+// fails is examined: if the state is still ours, the intruder was a foreign
+// event (a rejected duplicate request) or an item a stalled owner already
+// wrote, and publishing goes on from there; otherwise the claim is lost.
+func (p *Pipeline) flush(ctx context.Context, t *taskRun, from int) error {
+	items := t.st.Outbox
+	if len(items) == 0 {
+		return nil
+	}
+	i := from
+	if i < 0 {
+		next, err := p.resync(ctx, t, items)
+		if err != nil {
+			return err
+		}
+		i = next
+	}
+	for resyncs := 0; i < len(items); {
+		it := items[i]
+		if it.DLQ != nil {
+			if err := p.publishDLQ(ctx, t.d, it.DLQ.Reason, it.DLQ.Error, t.req.Workflow, t.req.ID); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		start := time.Now()
+		ack, err := p.d.Publisher.Publish(ctx, it.Event, t.traceparent, true, t.lastSeq)
+		if err == nil && !ack.Duplicate {
+			p.d.Metrics.AuditPublished(time.Since(start))
+			t.lastSeq = ack.Seq
+			i++
+			continue
+		}
+		if err != nil && !errors.Is(err, audit.ErrWrongLastSequence) {
+			return err
+		}
+		if resyncs++; resyncs > 8 {
+			return fmt.Errorf("audit: %s/%s: fence kept failing", t.req.Workflow, t.req.ID)
+		}
+		cur, gerr := p.d.State.GetTask(ctx, t.req.Workflow, t.req.ID)
+		if gerr != nil {
+			return gerr
+		}
+		if cur.Revision != t.rev {
+			return errLost
+		}
+		next, rerr := p.resync(ctx, t, items)
+		if rerr != nil {
+			return rerr
+		}
+		i = max(i, next)
+	}
+	return nil
+}
+
+// resync reads the task's last audit event and returns the index of the
+// first outbox item after it (0 when it is none of them).
+func (p *Pipeline) resync(ctx context.Context, t *taskRun, items []subjects.OutboxItem) (int, error) {
+	seq, id, err := p.d.Publisher.LastSeq(ctx, p.d.Audit, t.req.Workflow, t.req.ID)
+	if err != nil {
+		return 0, err
+	}
+	t.lastSeq = seq
+	idx := slices.IndexFunc(items, func(it subjects.OutboxItem) bool {
+		return it.Event != nil && it.Event.EventID == id
+	})
+	return idx + 1, nil
+}
+
+// publishDLQ writes the request's DLQ entry: its body byte for byte, with
+// the reason headers. Its Nats-Msg-Id makes a repeated write store once.
+func (p *Pipeline) publishDLQ(ctx context.Context, d Delivery, reason subjects.Reason, text, workflow, task string) error {
+	h := nats.Header{}
+	h.Set(subjects.HeaderContract, subjects.ContractVersion)
+	h.Set(subjects.HeaderReason, string(reason))
+	h.Set(subjects.HeaderError, headerSafe(text))
+	h.Set(subjects.HeaderWorkflow, tokenOrReserved(workflow))
+	h.Set(subjects.HeaderTask, tokenOrReserved(task))
+	h.Set(subjects.HeaderStreamSeq, strconv.FormatUint(d.StreamSeq, 10))
+	h.Set(subjects.HeaderDeliveries, strconv.FormatUint(d.NumDelivered, 10))
+	h.Set(subjects.HeaderMsgID, subjects.DLQMsgID(d.Queue, d.StreamSeq))
+	if tp := traceparentOf(d); tp != "" {
+		h[subjects.HeaderTraceparent] = []string{tp}
+	}
+	msg := &nats.Msg{Subject: p.d.Names.DLQSubject(d.Queue), Header: h, Data: d.Body}
+	if _, err := p.d.JS.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("dlq: publish %s: %w", subjects.DLQMsgID(d.Queue, d.StreamSeq), err)
+	}
+	return nil
+}
+
+// headerSafe keeps a header value on one line and bounded.
+func headerSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c == '\r' || c == '\n' {
+			b[i] = ' '
+		}
+	}
+	if len(b) > 1024 {
+		b = append(b[:1021], "..."...)
+	}
+	return string(b)
+}
+
+func tokenOrReserved(id string) string {
+	if id == "" || id == subjects.Reserved {
+		return subjects.Reserved
+	}
+	return subjects.Token(id)
+}
+
+// errOutcome maps a commit or flush error to what to do with the message.
+func (p *Pipeline) errOutcome(t *taskRun, err error) Outcome {
+	if errors.Is(err, errLost) || errors.Is(err, errCreateConflict) {
+		return Outcome{Action: Abandon, Err: err}
+	}
+	return p.nakOutcome(t.d, err)
+}
+
+// nakOutcome retries the delivery later, after an infrastructure error.
+func (p *Pipeline) nakOutcome(d Delivery, err error) Outcome {
+	p.d.Log.Warn("task delivery failed; retrying", "queue", d.Queue, "stream_seq", d.StreamSeq, "delivery", d.NumDelivered, "err", err)
+	return Outcome{Action: Nak, Delay: p.backoff(d.NumDelivered), Err: err}
+}

@@ -1,0 +1,114 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/droverhq/drover/subjects"
+)
+
+// event starts an audit event of the task.
+func (p *Pipeline) event(t *taskRun, et subjects.EventType, actor subjects.Actor, attempt int, n uint64) *subjects.AuditEvent {
+	return &subjects.AuditEvent{
+		EventID:    subjects.EventID(t.req.Workflow, t.req.ID, attempt, actor, et, n),
+		EventType:  et,
+		WorkflowID: t.req.Workflow,
+		TaskID:     t.req.ID,
+		Actor:      actor,
+		Attempt:    attempt,
+		Timestamp:  p.cfg.Now().UTC(),
+		Status:     subjects.StatusSuccess,
+		Worker:     p.cfg.Worker,
+	}
+}
+
+func item(ev *subjects.AuditEvent) subjects.OutboxItem { return subjects.OutboxItem{Event: ev} }
+
+// acceptedEvent is task_accepted, with the request as its input.
+func (p *Pipeline) acceptedEvent(t *taskRun) subjects.OutboxItem {
+	ev := p.event(t, subjects.EventTaskAccepted, subjects.ActorSystem, 1, 0)
+	ev.Action = "accepted"
+	ev.Input = p.shrink(context.Background(), mustJSON(t.req))
+	ev.Metadata = mustJSON(map[string]any{"queue": t.d.Queue, "stream_seq": t.d.StreamSeq})
+	return item(ev)
+}
+
+// roleEvent records a role's success.
+func (p *Pipeline) roleEvent(t *taskRun, rr roleResult) subjects.OutboxItem {
+	ev := p.event(t, subjects.RoleEvent(rr.role), subjects.ActorOf(rr.role), rr.attempt, 0)
+	ev.Action = rr.res.Action
+	ev.Reasoning = rr.res.Reasoning
+	ev.Input = mustJSON(rr.input)
+	ev.Output = rr.stored
+	ev.Cached = rr.cached
+	ev.DurationMS = rr.dur.Milliseconds()
+	if len(rr.res.Metadata) > 0 {
+		ev.Metadata = mustJSON(rr.res.Metadata)
+	}
+	return item(ev)
+}
+
+// retriedEvent records a role failure that will be retried.
+func (p *Pipeline) retriedEvent(t *taskRun, role subjects.Role, attempt int, err error, dur time.Duration) subjects.OutboxItem {
+	ev := p.event(t, subjects.EventTaskRetried, subjects.ActorOf(role), attempt, t.d.NumDelivered)
+	ev.Action = "retry"
+	ev.Status = subjects.StatusFailure
+	ev.Error = boundError(err.Error())
+	ev.DurationMS = dur.Milliseconds()
+	ev.Metadata = mustJSON(map[string]any{"delivery": t.d.NumDelivered, "retry_in_ms": p.backoff(t.d.NumDelivered).Milliseconds()})
+	return item(ev)
+}
+
+// completedEvent ends the task with its final result.
+func (p *Pipeline) completedEvent(t *taskRun, attempt int, result json.RawMessage) subjects.OutboxItem {
+	ev := p.event(t, subjects.EventTaskCompleted, subjects.ActorSystem, attempt, 0)
+	ev.Action = "completed"
+	ev.Output = result
+	ev.DurationMS = p.cfg.Now().Sub(t.st.StartedAt).Milliseconds()
+	return item(ev)
+}
+
+// failedEvent ends the task as failed, after its DLQ entry.
+func (p *Pipeline) failedEvents(t *taskRun, attempt int, reason subjects.Reason, text string) []subjects.OutboxItem {
+	ev := p.event(t, subjects.EventTaskFailed, subjects.ActorSystem, attempt, 0)
+	ev.Action = string(reason)
+	ev.Status = subjects.StatusFailure
+	ev.Error = boundError(text)
+	ev.DurationMS = p.cfg.Now().Sub(t.st.StartedAt).Milliseconds()
+	return []subjects.OutboxItem{
+		{DLQ: &subjects.DLQIntent{Reason: reason, Error: boundError(text)}},
+		item(ev),
+	}
+}
+
+// boundError keeps error text bounded in events and headers.
+func boundError(s string) string {
+	const limit = 4 << 10
+	if len(s) > limit {
+		return s[:limit] + "...(truncated)"
+	}
+	return s
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+// shrink stores oversized fields as blobs; on failure the value is replaced
+// by a note, since no event may exceed the server's message limit.
+func (p *Pipeline) shrink(ctx context.Context, raw json.RawMessage) json.RawMessage {
+	if p.d.Blobs == nil {
+		return raw
+	}
+	out, err := p.d.Blobs.Shrink(ctx, raw)
+	if err != nil {
+		p.d.Log.Warn("could not store a large value as a blob", "bytes", len(raw), "err", err)
+		return mustJSON(map[string]any{"omitted": true, "bytes": len(raw), "error": err.Error()})
+	}
+	return out
+}

@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/subjects"
+)
+
+// roleFailed decides what a role error means for the task. pending holds
+// events of this round not yet committed and keep records their progress in
+// the state, so that a retry does not lose them.
+func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Role, attempt int, err error, dur time.Duration,
+	pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+	if errors.Is(context.Cause(ctx), ErrClaimLost) {
+		return Outcome{Action: Abandon, Err: err}
+	}
+	if ctx.Err() != nil {
+		// Stopping: keep what this round finished, then hand the task
+		// back at once so another worker takes it without waiting.
+		if len(pending) > 0 {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if cerr := p.commit(cctx, t, keep, pending...); cerr != nil {
+				return p.errOutcome(t, cerr)
+			}
+		}
+		return Outcome{Action: Nak, Delay: 0, Err: err}
+	}
+	if errors.Is(err, runner.ErrPermanent) {
+		return p.fail(ctx, t, attempt, subjects.ReasonRoleFailed, err.Error(), pending, keep)
+	}
+	if t.d.NumDelivered >= uint64(p.cfg.MaxDeliver) {
+		return p.fail(ctx, t, attempt, subjects.ReasonMaxDeliveries, err.Error(), pending, keep)
+	}
+	items := append(pending, p.retriedEvent(t, role, attempt, err, dur))
+	cerr := p.commit(ctx, t, func(s *subjects.TaskState) {
+		if keep != nil {
+			keep(s)
+		}
+		if s.Tries == nil {
+			s.Tries = map[subjects.Role]int{}
+		}
+		s.Tries[role]++
+	}, items...)
+	if errors.Is(cerr, errCreateConflict) {
+		if out, done := p.reclaim(ctx, t); done {
+			return out
+		}
+		return p.nakOutcome(t.d, err)
+	}
+	if cerr != nil {
+		return p.errOutcome(t, cerr)
+	}
+	p.d.Log.Info("role failed; retrying", "workflow", t.req.Workflow, "task", t.req.ID, "role", role, "attempt", attempt, "delivery", t.d.NumDelivered, "err", err)
+	return Outcome{Action: Nak, Delay: p.backoff(t.d.NumDelivered), Err: err}
+}
+
+// fail ends the task as failed: state, DLQ entry, task_failed, then Term.
+func (p *Pipeline) fail(ctx context.Context, t *taskRun, attempt int, reason subjects.Reason, text string,
+	pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+	items := append(pending, p.failedEvents(t, attempt, reason, text)...)
+	err := p.commit(ctx, t, func(s *subjects.TaskState) {
+		if keep != nil {
+			keep(s)
+		}
+		s.State, s.Stage, s.Reason = subjects.StateFailed, subjects.StageDone, reason
+	}, items...)
+	if errors.Is(err, errCreateConflict) {
+		if out, done := p.reclaim(ctx, t); done {
+			return out
+		}
+		return p.nakOutcome(t.d, errors.New("task state appeared while failing it"))
+	}
+	if err != nil {
+		return p.errOutcome(t, err)
+	}
+	p.d.Metrics.TaskDone(subjects.EventTaskFailed)
+	p.d.Log.Warn("task failed", "workflow", t.req.Workflow, "task", t.req.ID, "reason", reason, "err", text)
+	return Outcome{Action: Term, Terminal: subjects.EventTaskFailed, Reason: reason}
+}

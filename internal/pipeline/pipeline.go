@@ -1,0 +1,179 @@
+// Package pipeline is one task's life: where to resume, planner ->
+// implementer -> judge, the verdict loop, and the terminal outcome.
+//
+// Every change of a task is committed by a compare-and-set on its state
+// revision, carrying the audit events it implies in the state's outbox; the
+// events are then published in order, each fenced on the task's last audit
+// sequence. A worker that loses either check has lost its claim: it writes
+// nothing more and leaves the message alone (Abandon).
+//
+// A round (implementer, then judge) is committed once, after the verdict; a
+// crash between the two roles costs nothing, because the implementer's result
+// is in the cache. This keeps a cold one-round task at ten stored writes.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/blobs"
+	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/subjects"
+)
+
+// ErrClaimLost is the cause of a task context cancelled because the worker
+// can no longer be sure it owns the message (it missed its heartbeat
+// deadline). The pipeline then abandons the task.
+var ErrClaimLost = errors.New("claim lost")
+
+// Delivery is one delivery of a task request message.
+type Delivery struct {
+	Queue        string
+	Body         []byte
+	Header       nats.Header
+	StreamSeq    uint64
+	NumDelivered uint64
+}
+
+// Action is what the consumer does with the message after Handle.
+type Action int
+
+// The actions.
+const (
+	// Ack: the task completed (or was already complete).
+	Ack Action = iota
+	// Term: the task ended without completing; its DLQ entry is written.
+	Term
+	// Nak: run it again after Delay.
+	Nak
+	// Abandon: the claim is lost; send nothing for this message.
+	Abandon
+)
+
+func (a Action) String() string {
+	return [...]string{"ack", "term", "nak", "abandon"}[a]
+}
+
+// Outcome is the result of handling one delivery.
+type Outcome struct {
+	Action Action
+	Delay  time.Duration
+	// Terminal is the terminal event written, if any.
+	Terminal subjects.EventType
+	// Reason is the DLQ reason, for Term.
+	Reason subjects.Reason
+	Err    error
+}
+
+// Deps are the pipeline's collaborators.
+type Deps struct {
+	Names     subjects.Names
+	JS        jetstream.JetStream
+	Audit     jetstream.Stream
+	Publisher *audit.Publisher
+	State     *state.Store
+	Cache     *cache.Cache
+	Blobs     *blobs.Store
+	// Runners run the roles; each is wrapped with a timeout and panic
+	// recovery by New.
+	Runners runner.Set
+	Log     *slog.Logger
+	Metrics Metrics
+}
+
+// Config holds the pipeline's settings. Zero fields take their defaults.
+type Config struct {
+	// Worker names this worker in state and events (default: host name).
+	Worker string
+	// Limits bound request decoding (default 512 KiB, depth 32).
+	Limits subjects.Limits
+	// MaxDeliver is the workers' delivery limit (default 5).
+	MaxDeliver int
+	// RoleTimeout bounds one role call (default 30m).
+	RoleTimeout time.Duration
+	// RetryBase is the first nak delay after a role error, doubled per
+	// delivery up to RetryMax (defaults 1s and 1m).
+	RetryBase, RetryMax time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxDeliver <= 0 {
+		c.MaxDeliver = 5
+	}
+	if c.RoleTimeout <= 0 {
+		c.RoleTimeout = 30 * time.Minute
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = time.Second
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = time.Minute
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Worker == "" {
+		c.Worker = "drover"
+	}
+	return c
+}
+
+// Pipeline handles task deliveries.
+type Pipeline struct {
+	d       Deps
+	cfg     Config
+	runners [3]runner.Runner
+	ids     [3]string
+}
+
+// New returns a Pipeline.
+func New(d Deps, cfg Config) *Pipeline {
+	cfg = cfg.withDefaults()
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Metrics == nil {
+		d.Metrics = nopMetrics{}
+	}
+	p := &Pipeline{d: d, cfg: cfg}
+	for i, r := range subjects.Roles {
+		base := d.Runners.For(r)
+		p.ids[i] = base.Identity()
+		p.runners[i] = runner.Chain(base, runner.WithRecover(), runner.WithTimeout(cfg.RoleTimeout))
+	}
+	return p
+}
+
+func roleIndex(r subjects.Role) int {
+	switch r {
+	case subjects.RolePlanner:
+		return 0
+	case subjects.RoleImplementer:
+		return 1
+	}
+	return 2
+}
+
+// Handle runs one delivery as far as it can go and says what to do with the
+// message.
+func (p *Pipeline) Handle(ctx context.Context, d Delivery) Outcome {
+	req, rej := subjects.DecodeTask(d.Body, p.cfg.Limits)
+	if rej != nil {
+		return p.reject(ctx, d, rej)
+	}
+	t, out, ok := p.claim(ctx, d, req)
+	if !ok {
+		return out
+	}
+	return p.run(ctx, t)
+}

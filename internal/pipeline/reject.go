@@ -1,0 +1,55 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/subjects"
+)
+
+// reject ends a request that cannot run: one DLQ entry, one task_rejected
+// event, then Term. It is decided on the first delivery and never retried.
+func (p *Pipeline) reject(ctx context.Context, d Delivery, rej *subjects.RejectError) Outcome {
+	if err := p.publishDLQ(ctx, d, rej.Reason, rej.Msg, rej.Workflow, rej.Task); err != nil {
+		return p.nakOutcome(d, err)
+	}
+	wf, task := orReserved(rej.Workflow), orReserved(rej.Task)
+	ev := &subjects.AuditEvent{
+		EventID:    subjects.EventID(wf, task, 0, subjects.ActorSystem, subjects.EventTaskRejected, d.StreamSeq),
+		EventType:  subjects.EventTaskRejected,
+		WorkflowID: wf,
+		TaskID:     task,
+		Actor:      subjects.ActorSystem,
+		Timestamp:  p.cfg.Now().UTC(),
+		Action:     string(rej.Reason),
+		Status:     subjects.StatusFailure,
+		Error:      boundError(rej.Msg),
+		Worker:     p.cfg.Worker,
+		Input:      mustJSON(map[string]any{"queue": d.Queue, "stream_seq": d.StreamSeq, "bytes": len(d.Body)}),
+	}
+	if _, err := p.d.Publisher.Publish(ctx, ev, traceparentOf(d), false, 0); err != nil {
+		return p.nakOutcome(d, err)
+	}
+	p.d.Metrics.TaskDone(subjects.EventTaskRejected)
+	p.d.Log.Warn("task rejected", "queue", d.Queue, "stream_seq", d.StreamSeq, "workflow", wf, "task", task, "reason", rej.Reason, "err", rej.Msg)
+	return Outcome{Action: Term, Terminal: subjects.EventTaskRejected, Reason: rej.Reason}
+}
+
+// rejectDuplicate rejects a request for a task another request owns.
+func (p *Pipeline) rejectDuplicate(ctx context.Context, d Delivery, req subjects.TaskRequest, cur state.Task) Outcome {
+	return p.reject(ctx, d, &subjects.RejectError{
+		Reason:   subjects.ReasonDuplicateID,
+		Workflow: req.Workflow,
+		Task:     req.ID,
+		Msg: fmt.Sprintf("task %s is already %s in workflow %s (request %d); a task ID is used once per workflow: submit it again under a new workflow ID, where the cache makes unchanged work free",
+			req.ID, cur.State, req.Workflow, cur.StreamSeq),
+	})
+}
+
+func orReserved(id string) string {
+	if id == "" {
+		return subjects.Reserved
+	}
+	return id
+}

@@ -1,0 +1,222 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/subjects"
+)
+
+// roleResult is one role's result within a delivery.
+type roleResult struct {
+	role    subjects.Role
+	attempt int
+	res     runner.Result   // with the full output, for the next role
+	stored  json.RawMessage // the output as events and the cache hold it
+	key     string
+	cached  bool
+	dur     time.Duration
+	input   map[string]any
+}
+
+// run executes the task's remaining roles from its stage.
+func (p *Pipeline) run(ctx context.Context, t *taskRun) Outcome {
+	if t.d.NumDelivered > uint64(p.cfg.MaxDeliver) {
+		return p.fail(ctx, t, t.st.Attempt, subjects.ReasonMaxDeliveries,
+			fmt.Sprintf("delivery %d exceeds the limit of %d: the worker running the last allowed delivery stopped", t.d.NumDelivered, p.cfg.MaxDeliver), nil, nil)
+	}
+	for {
+		switch subjects.Role(t.st.Stage) {
+		case subjects.RolePlanner:
+			if out, done := p.planStage(ctx, t); done {
+				return out
+			}
+		case subjects.RoleImplementer, subjects.RoleJudge:
+			if out, done := p.roundStage(ctx, t); done {
+				return out
+			}
+		default:
+			return p.nakOutcome(t.d, fmt.Errorf("task %s/%s has unknown stage %q", t.req.Workflow, t.req.ID, t.st.Stage))
+		}
+	}
+}
+
+func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (Outcome, bool) {
+	rr, err := p.role(ctx, t, runner.Request{Role: subjects.RolePlanner, Task: t.req, Attempt: 1})
+	if err != nil {
+		return p.roleFailed(ctx, t, subjects.RolePlanner, 1, err, rr.dur, nil, nil), true
+	}
+	t.plan = rr.res.Output
+	var items []subjects.OutboxItem
+	if t.rev == 0 {
+		items = append(items, p.acceptedEvent(t))
+	}
+	items = append(items, p.roleEvent(t, rr))
+	err = p.commit(ctx, t, func(s *subjects.TaskState) {
+		s.Stage = string(subjects.RoleImplementer)
+		s.Outputs[subjects.RolePlanner] = rr.key
+	}, items...)
+	if errors.Is(err, errCreateConflict) {
+		return p.reclaim(ctx, t)
+	}
+	if err != nil {
+		return p.errOutcome(t, err), true
+	}
+	return Outcome{}, false
+}
+
+// roundStage runs one implementer+judge round (or its judge half) and
+// commits it once, after the verdict.
+func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
+	round := t.st.Attempt
+	plan, err := p.output(ctx, t, subjects.RolePlanner, t.plan)
+	if err != nil {
+		return p.nakOutcome(t.d, err), true
+	}
+	var (
+		change  json.RawMessage
+		implKey string
+		pending []subjects.OutboxItem
+	)
+	if subjects.Role(t.st.Stage) == subjects.RoleImplementer {
+		rr, err := p.role(ctx, t, runner.Request{Role: subjects.RoleImplementer, Task: t.req, Attempt: round, Plan: plan, Feedback: t.st.Feedback})
+		if err != nil {
+			return p.roleFailed(ctx, t, subjects.RoleImplementer, round, err, rr.dur, nil, nil), true
+		}
+		change, implKey = rr.res.Output, rr.key
+		pending = append(pending, p.roleEvent(t, rr))
+	} else {
+		implKey = t.st.Outputs[subjects.RoleImplementer]
+		if change, err = p.output(ctx, t, subjects.RoleImplementer, nil); err != nil {
+			return p.nakOutcome(t.d, err), true
+		}
+	}
+	keepChange := func(s *subjects.TaskState) {
+		s.Stage = string(subjects.RoleJudge)
+		s.Outputs[subjects.RoleImplementer] = implKey
+	}
+	rr, err := p.role(ctx, t, runner.Request{Role: subjects.RoleJudge, Task: t.req, Attempt: round, Plan: plan, Change: change})
+	if err == nil && rr.res.Action != subjects.VerdictApprove && rr.res.Action != subjects.VerdictReject {
+		err = fmt.Errorf("judge: verdict %q is neither %q nor %q", rr.res.Action, subjects.VerdictApprove, subjects.VerdictReject)
+	}
+	if err != nil {
+		return p.roleFailed(ctx, t, subjects.RoleJudge, round, err, rr.dur, pending, keepChange), true
+	}
+	items := append(pending, p.roleEvent(t, rr))
+	setOutputs := func(s *subjects.TaskState) {
+		keepChange(s)
+		s.Outputs[subjects.RoleJudge] = rr.key
+	}
+	switch {
+	case rr.res.Action == subjects.VerdictApprove:
+		result := p.shrink(ctx, mustJSON(map[string]any{"change": json.RawMessage(change), "verdict": json.RawMessage(rr.res.Output), "attempts": round}))
+		items = append(items, p.completedEvent(t, round, result))
+		err = p.commit(ctx, t, func(s *subjects.TaskState) {
+			setOutputs(s)
+			s.State, s.Stage, s.Result, s.Feedback = subjects.StateCompleted, subjects.StageDone, result, ""
+		}, items...)
+		if err != nil {
+			return p.errOutcome(t, err), true
+		}
+		p.d.Metrics.TaskDone(subjects.EventTaskCompleted)
+		return Outcome{Action: Ack, Terminal: subjects.EventTaskCompleted}, true
+	case round >= t.req.MaxAttempts:
+		return p.fail(ctx, t, round, subjects.ReasonMaxAttempts,
+			fmt.Sprintf("judge rejected all %d attempts; last feedback: %s", round, rr.res.Reasoning), items, setOutputs), true
+	default:
+		err = p.commit(ctx, t, func(s *subjects.TaskState) {
+			setOutputs(s)
+			s.Stage, s.Attempt, s.Feedback = string(subjects.RoleImplementer), round+1, rr.res.Reasoning
+		}, items...)
+		if err != nil {
+			return p.errOutcome(t, err), true
+		}
+		return Outcome{}, false
+	}
+}
+
+// role runs one role through the cache: a hit costs no runner call.
+func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (roleResult, error) {
+	i := roleIndex(req.Role)
+	req.Try = t.st.Tries[req.Role] + 1
+	key := cache.Key(p.ids[i], req)
+	rr := roleResult{role: req.Role, attempt: req.Attempt, key: key, input: map[string]any{"cache_key": key, "attempt": req.Attempt}}
+	if req.Feedback != "" {
+		rr.input["feedback"] = req.Feedback
+	}
+	if res, ok := p.d.Cache.Get(ctx, key); ok {
+		full, err := p.expand(ctx, res.Output)
+		if err == nil {
+			rr.res, rr.stored, rr.cached = res, res.Output, true
+			rr.res.Output = full
+			p.d.Metrics.RoleDone(req.Role, p.ids[i], true, 0, nil)
+			return rr, nil
+		}
+		p.d.Log.Warn("cached result refers to a missing blob; running the role", "key", key, "err", err)
+	}
+	start := time.Now()
+	res, err := p.runners[i].Run(ctx, req)
+	rr.dur = time.Since(start)
+	if err == nil && !json.Valid(res.Output) {
+		err = fmt.Errorf("%s: output is not valid JSON (%d bytes)", req.Role, len(res.Output))
+	}
+	p.d.Metrics.RoleDone(req.Role, p.ids[i], false, rr.dur, err)
+	if err != nil {
+		return rr, fmt.Errorf("%s: %w", req.Role, err)
+	}
+	rr.res = res
+	rr.stored = p.shrink(ctx, res.Output)
+	stored := res
+	stored.Output = rr.stored
+	if p.d.Cache.Put(ctx, key, stored) != nil {
+		p.d.Metrics.CachePutFailed()
+	}
+	return rr, nil
+}
+
+// output returns a finished role's full output: from memory, else the
+// cache, else the role's audit event, which never expires.
+func (p *Pipeline) output(ctx context.Context, t *taskRun, role subjects.Role, known json.RawMessage) (json.RawMessage, error) {
+	if known != nil {
+		return known, nil
+	}
+	if key := t.st.Outputs[role]; key != "" {
+		if res, ok := p.d.Cache.Get(ctx, key); ok {
+			return p.expand(ctx, res.Output)
+		}
+	}
+	subj := p.d.Names.AuditSubject(t.req.Workflow, t.req.ID, subjects.ActorOf(role), subjects.RoleEvent(role))
+	m, err := p.d.Audit.GetLastMsgForSubject(ctx, subj)
+	if err != nil {
+		return nil, fmt.Errorf("%s output of %s/%s: not in the cache and not in the audit stream: %w", role, t.req.Workflow, t.req.ID, err)
+	}
+	var ev subjects.AuditEvent
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		return nil, fmt.Errorf("%s output of %s/%s: audit event %d: %w", role, t.req.Workflow, t.req.ID, m.Sequence, err)
+	}
+	return p.expand(ctx, ev.Output)
+}
+
+func (p *Pipeline) expand(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+	if p.d.Blobs == nil {
+		return raw, nil
+	}
+	return p.d.Blobs.Expand(ctx, raw)
+}
+
+// reclaim decides the claim again after the state appeared under a
+// first delivery (a concurrent request for the same task, or a redelivery).
+func (p *Pipeline) reclaim(ctx context.Context, t *taskRun) (Outcome, bool) {
+	nt, out, ok := p.claim(ctx, t.d, t.req)
+	if !ok {
+		return out, true
+	}
+	nt.plan = t.plan
+	*t = *nt
+	return Outcome{}, false
+}

@@ -1,0 +1,38 @@
+package runner
+
+import "github.com/droverhq/drover/subjects"
+
+// Set holds the runner of each role, so each role can use a different
+// runner (a cheap model for the planner, a strong one for the judge).
+type Set struct {
+	Planner, Implementer, Judge Runner
+}
+
+// For returns the runner of role r, or nil for an unknown role or an unset
+// field.
+func (s Set) For(r subjects.Role) Runner {
+	switch r {
+	case subjects.RolePlanner:
+		return s.Planner
+	case subjects.RoleImplementer:
+		return s.Implementer
+	case subjects.RoleJudge:
+		return s.Judge
+	}
+	return nil
+}
+
+// SimSet returns a Set that uses s for every role.
+func SimSet(s *Sim) Set { return Set{Planner: s, Implementer: s, Judge: s} }
+
+// Wrap returns a Set whose runners are wrapped in mws (see Chain). Unset
+// runners stay nil.
+func (s Set) Wrap(mws ...Middleware) Set {
+	w := func(r Runner) Runner {
+		if r == nil {
+			return nil
+		}
+		return Chain(r, mws...)
+	}
+	return Set{Planner: w(s.Planner), Implementer: w(s.Implementer), Judge: w(s.Judge)}
+}

@@ -1,0 +1,176 @@
+// Package worker wires one Drover worker: it provisions the streams and
+// buckets, builds the pipeline, and runs one task consumer per queue on a
+// shared pool until its context ends, then drains.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/consumers"
+	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/blobs"
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/pool"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/subjects"
+)
+
+// Config is a worker's configuration. Zero fields take the defaults noted.
+type Config struct {
+	Names  subjects.Names // default prefix "drover"
+	Queues []string       // default ["default"]
+	// Concurrency is the pool size: tasks run at once (default 16).
+	Concurrency int
+	Consumer    broker.ConsumerSettings // ack wait 30s, max deliver 5, max ack pending 1000
+	Streams     broker.Settings         // duplicate window 2m, cache TTL 24h, replicas 1
+	Grace       time.Duration           // default 30s
+	FetchWait   time.Duration           // default 5s
+	Pipeline    pipeline.Config         // role timeout 30m, retry 1s..1m
+	Runners     runner.Set              // default: the sim runner for every role
+	Log         *slog.Logger
+	Metrics     pipeline.Metrics
+}
+
+// Worker is a running (or runnable) worker.
+type Worker struct {
+	cfg       Config
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	pool      *pool.Pool
+	res       *broker.Resources
+	consumers []*consumers.TaskConsumer
+	ready     atomic.Bool
+	started   chan struct{}
+}
+
+// New validates cfg and returns a worker on the connection nc.
+func New(nc *nats.Conn, cfg Config) (*Worker, error) {
+	if cfg.Names == (subjects.Names{}) {
+		cfg.Names = subjects.MustNames(subjects.DefaultPrefix)
+	}
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = []string{subjects.DefaultQueue}
+	}
+	for _, q := range cfg.Queues {
+		if err := subjects.ValidateQueue(q); err != nil {
+			return nil, fmt.Errorf("queues: %w", err)
+		}
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 16
+	}
+	if cfg.Consumer.MaxDeliver <= 0 {
+		cfg.Consumer.MaxDeliver = broker.DefaultMaxDeliver
+	}
+	if cfg.Consumer.MaxAckPending > 0 && cfg.Consumer.MaxAckPending < cfg.Concurrency {
+		return nil, fmt.Errorf("max-ack-pending %d is below concurrency %d: it must cover the pools of all workers together", cfg.Consumer.MaxAckPending, cfg.Concurrency)
+	}
+	if cfg.Runners == (runner.Set{}) {
+		cfg.Runners = runner.SimSet(runner.NewSim(runner.SimOptions{}))
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	cfg.Streams.Names = cfg.Names
+	cfg.Pipeline.MaxDeliver = cfg.Consumer.MaxDeliver
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Worker{cfg: cfg, nc: nc, js: js, pool: pool.New(cfg.Concurrency), started: make(chan struct{})}, nil
+}
+
+// Started is closed once the worker's consumers are fetching.
+func (w *Worker) Started() <-chan struct{} { return w.started }
+
+// Ready reports whether the worker is connected, provisioned and fetching,
+// and not draining.
+func (w *Worker) Ready() bool {
+	if !w.ready.Load() || w.nc.Status() != nats.CONNECTED {
+		return false
+	}
+	for _, c := range w.consumers {
+		if !c.Fetching() {
+			return false
+		}
+	}
+	return true
+}
+
+// Pool returns the worker's pool, for its counters.
+func (w *Worker) Pool() *pool.Pool { return w.pool }
+
+// Consumers returns the worker's task consumers.
+func (w *Worker) Consumers() []*consumers.TaskConsumer { return w.consumers }
+
+// Resources returns the provisioned streams and buckets (nil before Run).
+func (w *Worker) Resources() *broker.Resources { return w.res }
+
+// Run provisions, consumes until ctx ends, then drains within the grace
+// period. It returns nil after a clean drain.
+func (w *Worker) Run(ctx context.Context) error {
+	res, err := broker.Provision(ctx, w.js, w.cfg.Streams, w.cfg.Log)
+	if err != nil {
+		return err
+	}
+	w.res = res
+	p := pipeline.New(pipeline.Deps{
+		Names:     w.cfg.Names,
+		JS:        w.js,
+		Audit:     res.Audit,
+		Publisher: audit.NewPublisher(w.js, w.cfg.Names),
+		State:     state.New(res.State),
+		Cache:     cache.New(res.Cache, w.cfg.Log),
+		Blobs:     blobs.New(res.Blobs),
+		Runners:   w.cfg.Runners,
+		Log:       w.cfg.Log,
+		Metrics:   w.cfg.Metrics,
+	}, w.cfg.Pipeline)
+	for _, q := range w.cfg.Queues {
+		ensure := func(ctx context.Context) (jetstream.Consumer, error) {
+			return broker.EnsureConsumer(ctx, w.js, w.cfg.Names, q, w.cfg.Consumer, w.cfg.Log)
+		}
+		w.consumers = append(w.consumers, consumers.New(consumers.Config{
+			Queue: q, AckWait: w.cfg.Consumer.AckWait, Grace: w.cfg.Grace, FetchWait: w.cfg.FetchWait,
+		}, ensure, w.pool, p, w.cfg.Log))
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, c := range w.consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Run(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	w.ready.Store(true)
+	close(w.started)
+	w.cfg.Log.Info("worker started", "worker", w.cfg.Pipeline.Worker, "queues", w.cfg.Queues, "concurrency", w.cfg.Concurrency)
+	<-ctx.Done()
+	w.ready.Store(false)
+	w.cfg.Log.Info("draining", "in_flight", w.pool.Stats().InFlight, "grace", w.cfg.Grace)
+	wg.Wait()
+	if err := w.nc.Flush(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		w.cfg.Log.Warn("flush at shutdown failed", "err", err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,162 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/worker"
+	"github.com/droverhq/drover/subjects"
+)
+
+// bundle is one embedded server with a connection and the contract names.
+type bundle struct {
+	t     *testing.T
+	srv   *broker.Embedded
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	names subjects.Names
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return &bundle{t: t, srv: srv, nc: nc, js: js, names: subjects.MustNames("drover")}
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startWorker runs a worker until the test ends and waits until it fetches.
+func (b *bundle) startWorker(cfg worker.Config) *worker.Worker {
+	b.t.Helper()
+	nc, err := nats.Connect(b.srv.ClientURL())
+	require.NoError(b.t, err)
+	if cfg.Log == nil {
+		cfg.Log = quietLog()
+	}
+	if cfg.FetchWait == 0 {
+		cfg.FetchWait = time.Second
+	}
+	if cfg.Pipeline.RetryBase == 0 {
+		cfg.Pipeline.RetryBase, cfg.Pipeline.RetryMax = 50*time.Millisecond, 200*time.Millisecond
+	}
+	w, err := worker.New(nc, cfg)
+	require.NoError(b.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	b.t.Cleanup(func() {
+		cancel()
+		require.NoError(b.t, <-done)
+		nc.Close()
+	})
+	select {
+	case <-w.Started():
+	case err := <-done:
+		b.t.Fatalf("worker stopped at start: %v", err)
+	case <-time.After(20 * time.Second):
+		b.t.Fatal("worker did not start")
+	}
+	return w
+}
+
+func simWorker(b *bundle, sim *runner.Sim, concurrency int) *worker.Worker {
+	return b.startWorker(worker.Config{Concurrency: concurrency, Runners: runner.SimSet(sim)})
+}
+
+func task(wf, id string) subjects.TaskRequest {
+	return subjects.TaskRequest{Workflow: wf, ID: id, Scope: "do " + id, Verification: "check " + id}
+}
+
+func withSim(r subjects.TaskRequest, sim string) subjects.TaskRequest {
+	r.Metadata = map[string]json.RawMessage{"sim": json.RawMessage(sim)}
+	return r
+}
+
+// submit publishes requests and returns the audit sequence before them.
+func (b *bundle) submit(reqs ...subjects.TaskRequest) uint64 {
+	b.t.Helper()
+	ctx := context.Background()
+	after, err := producer.AuditLastSeq(ctx, b.js, b.names)
+	require.NoError(b.t, err)
+	for _, r := range reqs {
+		_, err := producer.Publish(ctx, b.js, b.names, "default", r)
+		require.NoError(b.t, err)
+	}
+	return after
+}
+
+// waitTerminal waits for n terminal events of workflow after seq.
+func (b *bundle) waitTerminal(workflow string, after uint64, n int) map[string]subjects.AuditEvent {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	got := map[string]subjects.AuditEvent{}
+	count := 0
+	err := producer.FollowTerminal(ctx, b.js, b.names, workflow, after, func(tm producer.Terminal) bool {
+		count++
+		got[tm.Event.TaskID] = tm.Event
+		return count < n
+	})
+	require.NoError(b.t, err, "waiting for %d terminal events of %s, got %d", n, workflow, count)
+	return got
+}
+
+// events returns every audit event of a workflow, in order.
+func (b *bundle) events(workflow string) []subjects.AuditEvent {
+	b.t.Helper()
+	ctx := context.Background()
+	filter := b.names.AuditFilter(workflow, "", "", "")
+	cons, err := b.js.OrderedConsumer(ctx, b.names.AuditStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	require.NoError(b.t, err)
+	var out []subjects.AuditEvent
+	for {
+		batch, err := cons.FetchNoWait(500)
+		require.NoError(b.t, err)
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			var ev subjects.AuditEvent
+			require.NoError(b.t, json.Unmarshal(m.Data(), &ev))
+			require.Equal(b.t, ev.EventID, m.Headers().Get("Nats-Msg-Id"))
+			out = append(out, ev)
+		}
+		if n == 0 {
+			return out
+		}
+	}
+}
+
+func (b *bundle) dlq() []*jetstream.RawStreamMsg {
+	b.t.Helper()
+	ctx := context.Background()
+	s, err := b.js.Stream(ctx, b.names.DLQStream())
+	require.NoError(b.t, err)
+	info, err := s.Info(ctx)
+	require.NoError(b.t, err)
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		require.NoError(b.t, err, fmt.Sprint(seq))
+		out = append(out, m)
+	}
+	return out
+}
