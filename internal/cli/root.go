@@ -1,0 +1,147 @@
+// Package cli is Drover's command line: one file per subcommand. Every flag
+// can also be set by an environment variable DROVER_<FLAG> (upper case,
+// dashes as underscores); --nats-url also reads NATS_URL.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/droverhq/drover/subjects"
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=...".
+var Version = "dev"
+
+// DefaultNATSURL is where client commands look for NATS when no URL is
+// given: the address `drover serve` listens on by default.
+const DefaultNATSURL = "nats://127.0.0.1:4222"
+
+// globals are the flags every command shares.
+type globals struct {
+	natsURL   string
+	prefix    string
+	logFormat string
+	logLevel  string
+	names     subjects.Names
+	log       *slog.Logger
+	stdout    io.Writer
+	stderr    io.Writer
+}
+
+// commands registered by the subcommand files.
+var commands []func(*globals) *cobra.Command
+
+func register(f func(*globals) *cobra.Command) { commands = append(commands, f) }
+
+// Execute runs the command line with args and returns the exit code.
+func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		if code, ok := err.(exitCode); ok {
+			return int(code)
+		}
+		fmt.Fprintln(stderr, "drover:", err)
+		return 1
+	}
+	return 0
+}
+
+// exitCode ends a command with a code and no message of its own.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "drover",
+		Short:         "Run fleets of AI coding agents as durable, auditable jobs on NATS JetStream",
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd); err != nil {
+				return err
+			}
+			names, err := subjects.NewNames(g.prefix)
+			if err != nil {
+				return fmt.Errorf("--prefix: %w", err)
+			}
+			g.names = names
+			g.log, err = newLogger(g.logFormat, g.logLevel, stderr)
+			if err != nil {
+				return err
+			}
+			slog.SetDefault(g.log)
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.natsURL, "nats-url", "", "NATS server URL(s), comma-separated (env NATS_URL); serve embeds a server when empty, other commands use "+DefaultNATSURL)
+	pf.StringVar(&g.prefix, "prefix", subjects.DefaultPrefix, "name prefix of every subject, stream and bucket")
+	pf.StringVar(&g.logFormat, "log-format", "auto", "log format: auto (text on a terminal, JSON otherwise), text or json")
+	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	for _, f := range commands {
+		root.AddCommand(f(g))
+	}
+	return root
+}
+
+// applyEnv sets every flag not given on the command line from its
+// environment variable.
+func applyEnv(cmd *cobra.Command) error {
+	var err error
+	set := func(f *pflag.Flag) {
+		if err != nil || f.Changed {
+			return
+		}
+		name := "DROVER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		v, ok := os.LookupEnv(name)
+		if !ok && f.Name == "nats-url" {
+			v, ok = os.LookupEnv("NATS_URL")
+		}
+		if !ok {
+			return
+		}
+		if serr := f.Value.Set(v); serr != nil {
+			err = fmt.Errorf("%s=%q: %w", name, v, serr)
+			return
+		}
+		f.Changed = true
+	}
+	cmd.Flags().VisitAll(set)
+	cmd.InheritedFlags().VisitAll(set)
+	return err
+}
+
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "auto":
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			return slog.New(slog.NewTextHandler(w, opts)), nil
+		}
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want auto, text or json", format)
+}
