@@ -48,6 +48,9 @@ type TaskState struct {
 	Delivery uint64 `json:"delivery,omitempty"`
 	// Type is the task type, kept for statistics.
 	Type string `json:"type,omitempty"`
+	// Tries counts each role's failed tries, so a runner is told which try
+	// it is on.
+	Tries map[Role]int `json:"tries,omitempty"`
 	// Feedback is the judge's last rejection, input to the next round.
 	Feedback string `json:"feedback,omitempty"`
 	// Reason is the DLQ reason of a failed task.

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/ops"
+	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/worker"
+	"github.com/droverhq/drover/subjects"
+)
+
+func init() { register(newServeCmd) }
+
+type serveFlags struct {
+	listen, data, sync, httpAddr, workerID, simCallLog string
+	seedFile, seedWorkflow                            string
+	queues                                            []string
+	concurrency, maxDeliver, maxAckPending, replicas  int
+	maxBody                                           int
+	ackWait, grace, cacheTTL, dupWindow, roleTimeout  time.Duration
+	retryBase, retryMax                               time.Duration
+}
+
+func newServeCmd(g *globals) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a worker (embedding a NATS server unless --nats-url is set)",
+		Long: `Run a worker: consume task requests from the queues, run planner -> implementer -> judge
+for each, write every role result to the audit stream, and cache results in KV.
+
+With no --nats-url (env NATS_URL) it embeds a NATS server with JetStream on --listen,
+storing in --data, that other processes and the nats CLI can reach. It creates missing
+streams and buckets and refuses an audit stream that allows deletion or ageing out.
+
+SIGTERM or Ctrl-C drains: stop fetching, let running tasks finish within --grace, then
+hand what is left back to the queue at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), g, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", broker.DefaultListen, "embedded NATS server address (without --nats-url)")
+	fl.StringVar(&f.data, "data", broker.DefaultDataDir, "embedded NATS server JetStream directory")
+	fl.StringVar(&f.sync, "sync", "always", `embedded server fsync: "always" (before every ack) or an interval such as 2m`)
+	fl.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", `address of /livez, /readyz and /metrics ("" to disable)`)
+	fl.StringSliceVar(&f.queues, "queues", []string{"default"}, "queues to consume, comma-separated")
+	fl.IntVar(&f.concurrency, "concurrency", 16, "tasks this worker runs at once")
+	fl.DurationVar(&f.ackWait, "ack-wait", broker.DefaultAckWait, "consumer ack wait; heartbeats go at a third of it")
+	fl.IntVar(&f.maxDeliver, "max-deliver", broker.DefaultMaxDeliver, "deliveries of a task before it fails (the server allows one more)")
+	fl.IntVar(&f.maxAckPending, "max-ack-pending", broker.DefaultMaxAckPending, "consumer max ack pending; must cover all workers' pools")
+	fl.DurationVar(&f.grace, "grace", 30*time.Second, "how long a stopping worker lets running tasks finish")
+	fl.DurationVar(&f.cacheTTL, "cache-ttl", broker.DefaultCacheTTL, "how long role results stay cached")
+	fl.DurationVar(&f.dupWindow, "duplicate-window", broker.DefaultDuplicateWindow, "streams' duplicate window")
+	fl.DurationVar(&f.roleTimeout, "role-timeout", 30*time.Minute, "timeout of one role call")
+	fl.DurationVar(&f.retryBase, "retry-backoff", time.Second, "first delay before a failed role runs again (doubles per delivery)")
+	fl.DurationVar(&f.retryMax, "retry-backoff-max", time.Minute, "longest delay before a failed role runs again")
+	fl.IntVar(&f.replicas, "replicas", 1, "stream and bucket replicas (3 on a 3-node cluster)")
+	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
+	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
+	fl.StringVar(&f.simCallLog, "sim-call-log", "", "append a JSON line per sim runner call to this file (fault drills)")
+	_ = fl.MarkHidden("sim-call-log")
+	fl.StringVar(&f.seedFile, "submit", "", "once ready, submit the tasks of this file (as `drover submit --file --wait`), show the summary, keep serving")
+	fl.StringVar(&f.seedWorkflow, "submit-workflow", "", `workflow of the --submit tasks that name none (default "example-<time>")`)
+	return cmd
+}
+
+func parseSync(s string) (time.Duration, error) {
+	if s == "always" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf(`--sync %q: want "always" or a positive duration such as 2m`, s)
+	}
+	return d, nil
+}
+
+func serve(ctx context.Context, g *globals, f serveFlags) error {
+	if f.concurrency < 1 {
+		return fmt.Errorf("--concurrency %d: must be at least 1", f.concurrency)
+	}
+	if f.ackWait < time.Second {
+		return fmt.Errorf("--ack-wait %s: must be at least 1s", f.ackWait)
+	}
+	if f.maxDeliver < 1 {
+		return fmt.Errorf("--max-deliver %d: must be at least 1", f.maxDeliver)
+	}
+	id := f.workerID
+	if id == "" {
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	url := g.natsURL
+	var emb *broker.Embedded
+	if url == "" {
+		sync, err := parseSync(f.sync)
+		if err != nil {
+			return err
+		}
+		emb, err = broker.StartEmbedded(broker.EmbeddedConfig{Listen: f.listen, DataDir: f.data, Sync: sync, ServerName: "drover-" + sanitize(id), Logger: g.log})
+		if err != nil {
+			return err
+		}
+		defer emb.Shutdown() // last: after the worker drained and the connection closed
+		url = emb.ClientURL()
+		g.log.Info("embedded NATS server", "url", url, "data", f.data, "sync", f.sync)
+	}
+	closed := make(chan struct{})
+	nc, err := broker.Connect(ctx, url, "drover worker "+id, nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	metrics := ops.NewMetrics()
+	sim := runner.NewSim(runner.SimOptions{CallLog: f.simCallLog})
+	w, err := worker.New(nc, worker.Config{
+		Names:       g.names,
+		Queues:      f.queues,
+		Concurrency: f.concurrency,
+		Consumer:    broker.ConsumerSettings{AckWait: f.ackWait, MaxDeliver: f.maxDeliver, MaxAckPending: f.maxAckPending},
+		Streams:     broker.Settings{Replicas: f.replicas, DuplicateWindow: f.dupWindow, CacheTTL: f.cacheTTL},
+		Grace:       f.grace,
+		Runners:     runner.SimSet(sim),
+		Log:         g.log,
+		Metrics:     metrics,
+		Pipeline: pipeline.Config{
+			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
+			Limits: subjects.Limits{MaxBytes: f.maxBody},
+		},
+	})
+	if err != nil {
+		return err
+	}
+
+	var wg sync.WaitGroup
+	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopHTTP(); wg.Wait() }()
+	if f.httpAddr != "" {
+		live := func() error { return nil }
+		ready := func() error {
+			if !w.Ready() {
+				return errors.New("not ready: starting, draining or disconnected")
+			}
+			return nil
+		}
+		hs, err := ops.Listen(f.httpAddr, live, ready, metrics.Registry, g.log)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := hs.Serve(httpCtx); err != nil {
+				g.log.Warn("http server", "err", err)
+			}
+		}()
+		g.log.Info("http endpoints", "addr", hs.Addr())
+	}
+	if f.seedFile != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seed(ctx, g, w, url, f)
+		}()
+	}
+	runErr := w.Run(ctx)
+	if err := nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		g.log.Warn("drain", "err", err)
+	} else {
+		<-closed // Drain always ends in Close, within its timeout
+	}
+	g.log.Info("worker stopped", "worker", id)
+	return runErr
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, s)
+}

@@ -1,0 +1,79 @@
+// Package ops serves a worker's operational HTTP endpoints (/livez,
+// /readyz, /metrics) and its Prometheus metrics.
+package ops
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/droverhq/drover/subjects"
+)
+
+// Metrics are a worker's Prometheus collectors; they implement
+// pipeline.Metrics.
+type Metrics struct {
+	Registry     *prometheus.Registry
+	tasks        *prometheus.CounterVec
+	roleDuration *prometheus.HistogramVec
+	runnerCalls  *prometheus.CounterVec
+	cache        *prometheus.CounterVec
+	cachePutFail prometheus.Counter
+	auditPublish prometheus.Histogram
+}
+
+// NewMetrics registers Drover's collectors, plus the Go and process ones,
+// on a new registry.
+func NewMetrics() *Metrics {
+	r := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: r,
+		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_tasks_total", Help: "Tasks ended by this worker, by terminal event.",
+		}, []string{"outcome"}),
+		roleDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "drover_role_duration_seconds", Help: "Runner call durations by role and runner.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12),
+		}, []string{"role", "runner"}),
+		runnerCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_runner_calls_total", Help: "Runner calls by role, runner and result (ok or error).",
+		}, []string{"role", "runner", "result"}),
+		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_cache_lookups_total", Help: "Role cache lookups by role and result (hit or miss).",
+		}, []string{"role", "result"}),
+		cachePutFail: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drover_cache_put_failures_total", Help: "Role results that could not be cached.",
+		}),
+		auditPublish: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "drover_audit_publish_seconds", Help: "Latency of fenced audit publishes.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}),
+	}
+	r.MustRegister(m.tasks, m.roleDuration, m.runnerCalls, m.cache, m.cachePutFail, m.auditPublish,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// RoleDone records a role result.
+func (m *Metrics) RoleDone(role subjects.Role, runner string, cached bool, d time.Duration, err error) {
+	if cached {
+		m.cache.WithLabelValues(string(role), "hit").Inc()
+		return
+	}
+	m.cache.WithLabelValues(string(role), "miss").Inc()
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.runnerCalls.WithLabelValues(string(role), runner, result).Inc()
+	m.roleDuration.WithLabelValues(string(role), runner).Observe(d.Seconds())
+}
+
+// TaskDone counts a terminal event.
+func (m *Metrics) TaskDone(outcome subjects.EventType) { m.tasks.WithLabelValues(string(outcome)).Inc() }
+
+// CachePutFailed counts a result that could not be cached.
+func (m *Metrics) CachePutFailed() { m.cachePutFail.Inc() }
+
+// AuditPublished observes one audit publish.
+func (m *Metrics) AuditPublished(d time.Duration) { m.auditPublish.Observe(d.Seconds()) }
