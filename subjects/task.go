@@ -46,7 +46,7 @@ func (r *TaskRequest) Validate() error {
 	}
 	if r.Type != "" {
 		if err := ValidateID(r.Type); err != nil || len(r.Type) > MaxTypeBytes {
-			return fmt.Errorf("type: %q must be 1 to %d bytes with no white space", r.Type, MaxTypeBytes)
+			return fmt.Errorf("type: %.40q must be 1 to %d bytes with no white space", r.Type, MaxTypeBytes)
 		}
 	}
 	if r.MaxAttempts != 0 && (r.MaxAttempts < 1 || r.MaxAttempts > MaxMaxAttempts) {
@@ -95,8 +95,30 @@ type RejectError struct {
 
 func (e *RejectError) Error() string { return string(e.Reason) + ": " + e.Msg }
 
+// maxRejectMsg bounds RejectError.Msg, which goes into the Drover-Error header.
+const maxRejectMsg = 256
+
 func reject(reason Reason, format string, args ...any) *RejectError {
-	return &RejectError{Reason: reason, Msg: fmt.Sprintf(format, args...)}
+	return &RejectError{Reason: reason, Msg: headerSafe(fmt.Sprintf(format, args...))}
+}
+
+// headerSafe makes msg one line of valid UTF-8 of at most maxRejectMsg
+// bytes, fit for a NATS header value: an error may quote the body.
+func headerSafe(msg string) string {
+	msg = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(msg, "\uFFFD"))
+	if len(msg) <= maxRejectMsg {
+		return msg
+	}
+	cut := maxRejectMsg - len("...")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "..."
 }
 
 // DecodeTask decodes and validates a task request body. It rejects bodies
@@ -123,6 +145,8 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 		return TaskRequest{}, reject(ReasonInvalidJSON, "body is not a JSON object")
 	}
 	var req TaskRequest
+	_, workflowPresent := top["workflow"]
+	_, idPresent := top["id"]
 	_, scopePresent := top["scope"]
 	rej := func(e *RejectError) (TaskRequest, *RejectError) {
 		if ValidateID(req.Workflow) == nil {
@@ -133,7 +157,9 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 		}
 		return TaskRequest{}, e
 	}
-	// IDs first, so that any later rejection can name them.
+	// IDs first, so that any later rejection can name them; both are read
+	// before a bad one is rejected, so the rejection names the other.
+	var firstErr *RejectError
 	for _, f := range []struct {
 		key string
 		dst *string
@@ -145,14 +171,19 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 		delete(top, f.key)
 		if err := json.Unmarshal(raw, f.dst); err != nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			*f.dst = ""
-			return rej(reject(ReasonInvalidValue, "%s must be a string", f.key))
+			if firstErr == nil {
+				firstErr = reject(ReasonInvalidValue, "%s must be a string", f.key)
+			}
 		}
+	}
+	if firstErr != nil {
+		return rej(firstErr)
 	}
 	if raw, ok := top["max_attempts"]; ok {
 		delete(top, "max_attempts")
 		n, err := strconv.Atoi(string(bytes.TrimSpace(raw)))
 		if err != nil || n < 1 || n > MaxMaxAttempts {
-			return rej(reject(ReasonInvalidValue, "max_attempts must be a whole number from 1 to %d, got %.40s", MaxMaxAttempts, raw))
+			return rej(reject(ReasonInvalidValue, "max_attempts must be a whole number from 1 to %d, got %.40q", MaxMaxAttempts, raw))
 		}
 		req.MaxAttempts = n
 	}
@@ -177,8 +208,14 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 	}
 	switch {
 	case req.Workflow == "":
+		if workflowPresent {
+			return rej(reject(ReasonInvalidValue, "workflow is empty"))
+		}
 		return rej(reject(ReasonMissingField, "workflow is required"))
 	case req.ID == "":
+		if idPresent {
+			return rej(reject(ReasonInvalidValue, "id is empty"))
+		}
 		return rej(reject(ReasonMissingField, "id is required"))
 	case strings.TrimSpace(req.Scope) == "":
 		if scopePresent {
@@ -198,7 +235,8 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 func checkStrict(body []byte, maxDepth int) *RejectError {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	if err := walkValue(dec, 0, maxDepth, ""); err != nil {
+	w := walker{dec: dec, maxDepth: maxDepth}
+	if err := w.value(0); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -207,8 +245,25 @@ func checkStrict(body []byte, maxDepth int) *RejectError {
 	return nil
 }
 
-func walkValue(dec *json.Decoder, depth, maxDepth int, path string) *RejectError {
-	tok, err := dec.Token()
+// walker is checkStrict's state. It keeps the path to the current value as
+// a stack and renders it only for an error message: building it eagerly for
+// every value costs time quadratic in the body size (a long key above a long
+// array).
+type walker struct {
+	dec      *json.Decoder
+	maxDepth int
+	path     []pathElem
+}
+
+// pathElem is an object key, or an array index.
+type pathElem struct {
+	key     string
+	index   int
+	isIndex bool
+}
+
+func (w *walker) value(depth int) *RejectError {
+	tok, err := w.dec.Token()
 	if err != nil {
 		return reject(ReasonInvalidJSON, "%v", err)
 	}
@@ -216,45 +271,82 @@ func walkValue(dec *json.Decoder, depth, maxDepth int, path string) *RejectError
 	if !ok {
 		return nil
 	}
-	if depth+1 > maxDepth {
-		return reject(ReasonInvalidJSON, "nesting deeper than %d levels", maxDepth)
+	if depth+1 > w.maxDepth {
+		return reject(ReasonInvalidJSON, "nesting deeper than %d levels", w.maxDepth)
 	}
 	switch delim {
 	case '{':
 		seen := map[string]struct{}{}
-		for dec.More() {
-			kt, err := dec.Token()
+		for w.dec.More() {
+			kt, err := w.dec.Token()
 			if err != nil {
 				return reject(ReasonInvalidJSON, "%v", err)
 			}
 			key, _ := kt.(string)
 			if _, dup := seen[key]; dup {
-				return reject(ReasonInvalidJSON, "duplicate key %q%s", key, at(path))
+				return reject(ReasonInvalidJSON, "duplicate key %.40q%s", key, w.at())
 			}
 			seen[key] = struct{}{}
-			if err := walkValue(dec, depth+1, maxDepth, path+"."+key); err != nil {
+			w.path = append(w.path, pathElem{key: key})
+			if err := w.value(depth + 1); err != nil {
 				return err
 			}
+			w.path = w.path[:len(w.path)-1]
 		}
 	case '[':
-		for i := 0; dec.More(); i++ {
-			if err := walkValue(dec, depth+1, maxDepth, path+"["+strconv.Itoa(i)+"]"); err != nil {
+		for i := 0; w.dec.More(); i++ {
+			w.path = append(w.path, pathElem{index: i, isIndex: true})
+			if err := w.value(depth + 1); err != nil {
 				return err
 			}
+			w.path = w.path[:len(w.path)-1]
 		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing delimiter
+	if _, err := w.dec.Token(); err != nil { // the closing delimiter
 		return reject(ReasonInvalidJSON, "%v", err)
 	}
 	return nil
 }
 
-func at(path string) string {
-	if path == "" {
+// at renders where the walker is, for an error message: at most about 80
+// bytes, keys quoted unless they are plain words, so the message stays one
+// line of valid UTF-8 fit for a header.
+func (w *walker) at() string {
+	if len(w.path) == 0 {
 		return " at the top level"
 	}
-	if len(path) > 80 {
-		path = path[:80] + "..."
+	const limit = 80
+	var b strings.Builder
+	for i, e := range w.path {
+		var s string
+		switch {
+		case e.isIndex:
+			s = "[" + strconv.Itoa(e.index) + "]"
+		case plainKey(e.key) && i == 0:
+			s = e.key
+		case plainKey(e.key):
+			s = "." + e.key
+		default:
+			s = "[" + strconv.Quote(e.key) + "]"
+		}
+		if b.Len()+len(s) > limit {
+			b.WriteString("...")
+			break
+		}
+		b.WriteString(s)
 	}
-	return " in " + strings.TrimPrefix(path, ".")
+	return " in " + b.String()
+}
+
+// plainKey reports whether a key can be shown unquoted in a path.
+func plainKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if !plainByte(k[i]) {
+			return false
+		}
+	}
+	return true
 }
