@@ -1,0 +1,173 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/subjects"
+)
+
+// droverBin is the drover binary the fault tests run as child processes.
+var (
+	buildOnce sync.Once
+	droverBin string
+	buildErr  error
+)
+
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "drover-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		droverBin = filepath.Join(dir, "drover")
+		out, err := exec.Command("go", "build", "-race", "-o", droverBin, "../cmd/drover").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return droverBin
+}
+
+// proc is a worker running as a child process.
+type proc struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	started chan struct{}
+	exited  chan error
+	mu      sync.Mutex
+	logs    []map[string]any
+}
+
+// startProc runs `drover serve` against the bundle's server and waits until
+// it logs "worker started".
+func (b *bundle) startProc(args ...string) *proc {
+	b.t.Helper()
+	full := append([]string{"serve", "--nats-url", b.srv.ClientURL(), "--http", "", "--log-format", "json"}, args...)
+	cmd := exec.Command(binary(b.t), full...)
+	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(b.t, err)
+	cmd.Stdout = io.Discard
+	p := &proc{t: b.t, cmd: cmd, started: make(chan struct{}), exited: make(chan error, 1)}
+	require.NoError(b.t, cmd.Start())
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<16), 1<<20)
+		once := sync.Once{}
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				b.t.Logf("worker %d: %s", cmd.Process.Pid, sc.Text())
+				continue
+			}
+			p.mu.Lock()
+			p.logs = append(p.logs, m)
+			p.mu.Unlock()
+			if m["msg"] == "worker started" {
+				once.Do(func() { close(p.started) })
+			}
+		}
+	}()
+	go func() {
+		<-scanned
+		p.exited <- cmd.Wait()
+	}()
+	b.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	select {
+	case <-p.started:
+	case err := <-p.exited:
+		b.t.Fatalf("worker exited at start: %v", err)
+	case <-time.After(60 * time.Second):
+		b.t.Fatal("worker did not start")
+	}
+	return p
+}
+
+func (p *proc) signal(sig syscall.Signal) { require.NoError(p.t, p.cmd.Process.Signal(sig)) }
+
+// wait returns the process's exit error.
+func (p *proc) wait(d time.Duration) error {
+	select {
+	case err := <-p.exited:
+		return err
+	case <-time.After(d):
+		p.t.Fatalf("worker %d did not exit within %s", p.cmd.Process.Pid, d)
+		return nil
+	}
+}
+
+// calls reads a sim call log.
+func calls(t *testing.T, path string) []runner.CallLogLine {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	var out []runner.CallLogLine
+	for _, line := range splitLines(data) {
+		var c runner.CallLogLine
+		require.NoError(t, json.Unmarshal(line, &c))
+		out = append(out, c)
+	}
+	return out
+}
+
+func splitLines(b []byte) [][]byte {
+	var out [][]byte
+	sc := bufio.NewScanner(bytesReader(b))
+	for sc.Scan() {
+		if len(sc.Bytes()) > 0 {
+			out = append(out, append([]byte(nil), sc.Bytes()...))
+		}
+	}
+	return out
+}
+
+// waitCall blocks until the call log holds a call of role for task.
+func waitCall(t *testing.T, path, task string, role subjects.Role) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, c := range calls(t, path) {
+			if c.Task == task && c.Role == role {
+				return true
+			}
+		}
+		return false
+	}, 60*time.Second, 20*time.Millisecond, "no %s call for %s", role, task)
+}
+
+func countCalls(cs []runner.CallLogLine, task string, role subjects.Role) int {
+	n := 0
+	for _, c := range cs {
+		if c.Task == task && c.Role == role {
+			n++
+		}
+	}
+	return n
+}
