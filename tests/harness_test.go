@@ -23,7 +23,8 @@ import (
 // bundle is one embedded server with a connection and the contract names.
 type bundle struct {
 	t     *testing.T
-	srv   *broker.Embedded
+	srv   *broker.Embedded // nil when the server is a child process
+	url   string
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	names subjects.Names
@@ -39,7 +40,7 @@ func setup(t *testing.T) *bundle {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	return &bundle{t: t, srv: srv, nc: nc, js: js, names: subjects.MustNames("drover")}
+	return &bundle{t: t, srv: srv, url: srv.ClientURL(), nc: nc, js: js, names: subjects.MustNames("drover")}
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -47,7 +48,7 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // startWorker runs a worker until the test ends and waits until it fetches.
 func (b *bundle) startWorker(cfg worker.Config) *worker.Worker {
 	b.t.Helper()
-	nc, err := nats.Connect(b.srv.ClientURL())
+	nc, err := nats.Connect(b.url)
 	require.NoError(b.t, err)
 	if cfg.Log == nil {
 		cfg.Log = quietLog()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -52,20 +53,30 @@ type proc struct {
 	exited  chan error
 	mu      sync.Mutex
 	logs    []map[string]any
+	text    []string
 }
 
 // startProc runs `drover serve` against the bundle's server and waits until
 // it logs "worker started".
 func (b *bundle) startProc(args ...string) *proc {
 	b.t.Helper()
-	full := append([]string{"serve", "--nats-url", b.srv.ClientURL(), "--http", "", "--log-format", "json"}, args...)
-	cmd := exec.Command(binary(b.t), full...)
+	full := append([]string{"serve", "--nats-url", b.url, "--http", "", "--log-format", "json"}, args...)
+	p := spawn(b.t, full...)
+	p.waitStarted(60 * time.Second)
+	return p
+}
+
+// spawn runs the drover binary with args, collecting its JSON log lines.
+// The process is killed when the test ends.
+func spawn(t *testing.T, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
 	stderr, err := cmd.StderrPipe()
-	require.NoError(b.t, err)
+	require.NoError(t, err)
 	cmd.Stdout = io.Discard
-	p := &proc{t: b.t, cmd: cmd, started: make(chan struct{}), exited: make(chan error, 1)}
-	require.NoError(b.t, cmd.Start())
+	p := &proc{t: t, cmd: cmd, started: make(chan struct{}), exited: make(chan error, 1)}
+	require.NoError(t, cmd.Start())
 	scanned := make(chan struct{})
 	go func() {
 		defer close(scanned)
@@ -75,13 +86,15 @@ func (b *bundle) startProc(args ...string) *proc {
 		for sc.Scan() {
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) != nil {
-				b.t.Logf("worker %d: %s", cmd.Process.Pid, sc.Text())
+				p.mu.Lock()
+				p.text = append(p.text, sc.Text())
+				p.mu.Unlock()
 				continue
 			}
 			p.mu.Lock()
 			p.logs = append(p.logs, m)
 			p.mu.Unlock()
-			if m["msg"] == "worker started" {
+			if m["msg"] == "worker started" || m["msg"] == "nats server ready" {
 				once.Do(func() { close(p.started) })
 			}
 		}
@@ -90,22 +103,86 @@ func (b *bundle) startProc(args ...string) *proc {
 		<-scanned
 		p.exited <- cmd.Wait()
 	}()
-	b.t.Cleanup(func() {
+	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Kill()
 		select {
 		case <-p.exited:
 		case <-time.After(10 * time.Second):
 		}
+		if t.Failed() {
+			p.mu.Lock()
+			for _, l := range p.text {
+				t.Logf("pid %d: %s", cmd.Process.Pid, l)
+			}
+			p.mu.Unlock()
+		}
 	})
+	return p
+}
+
+// waitStarted waits for the process's ready log line.
+func (p *proc) waitStarted(d time.Duration) {
+	p.t.Helper()
 	select {
 	case <-p.started:
 	case err := <-p.exited:
-		b.t.Fatalf("worker exited at start: %v", err)
-	case <-time.After(60 * time.Second):
-		b.t.Fatal("worker did not start")
+		p.t.Fatalf("process exited at start: %v\n%s", err, p.stderrText())
+	case <-time.After(d):
+		p.t.Fatal("process did not start")
 	}
-	return p
+}
+
+// logged reports whether the process logged a line with this msg.
+func (p *proc) logged(msg string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.logs {
+		if m["msg"] == msg {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *proc) stderrText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, l := range p.text {
+		out = append(out, l)
+	}
+	for _, m := range p.logs {
+		b, _ := json.Marshal(m)
+		out = append(out, string(b))
+	}
+	return strings.Join(out, "\n")
+}
+
+// stopped reports whether the process is stopped (SIGSTOP).
+func (p *proc) stopped() bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	return i > 0 && i+2 < len(data) && data[i+2] == 'T'
+}
+
+// rssBytes is the process's resident set size.
+func (p *proc) rssBytes() int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	require.NoError(p.t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			var kb int64
+			_, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:")), "%d kB", &kb)
+			require.NoError(p.t, err)
+			return kb << 10
+		}
+	}
+	p.t.Fatal("no VmRSS")
+	return 0
 }
 
 func (p *proc) signal(sig syscall.Signal) { require.NoError(p.t, p.cmd.Process.Signal(sig)) }

@@ -24,12 +24,13 @@ func init() { register(newServeCmd) }
 
 type serveFlags struct {
 	listen, data, sync, httpAddr, workerID, simCallLog string
-	seedFile, seedWorkflow                            string
-	queues                                            []string
-	concurrency, maxDeliver, maxAckPending, replicas  int
-	maxBody                                           int
-	ackWait, grace, cacheTTL, dupWindow, roleTimeout  time.Duration
-	retryBase, retryMax                               time.Duration
+	seedFile, seedWorkflow                             string
+	stopAfter                                          int
+	queues                                             []string
+	concurrency, maxDeliver, maxAckPending, replicas   int
+	maxBody                                            int
+	ackWait, grace, cacheTTL, dupWindow, roleTimeout   time.Duration
+	retryBase, retryMax                                time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -70,6 +71,8 @@ hand what is left back to the queue at once.`,
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
 	fl.StringVar(&f.simCallLog, "sim-call-log", "", "append a JSON line per sim runner call to this file (fault drills)")
 	_ = fl.MarkHidden("sim-call-log")
+	fl.IntVar(&f.stopAfter, "fault-stop-after-commits", 0, "SIGSTOP this process right after its nth state write (fault drills)")
+	_ = fl.MarkHidden("fault-stop-after-commits")
 	fl.StringVar(&f.seedFile, "submit", "", "once ready, submit the tasks of this file (as `drover submit --file --wait`), show the summary, keep serving")
 	fl.StringVar(&f.seedWorkflow, "submit-workflow", "", `workflow of the --submit tasks that name none (default "example-<time>")`)
 	return cmd
@@ -137,7 +140,8 @@ func serve(ctx context.Context, g *globals, f serveFlags) error {
 		Metrics:     metrics,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
-			Limits: subjects.Limits{MaxBytes: f.maxBody},
+			Limits:      subjects.Limits{MaxBytes: f.maxBody},
+			AfterCommit: stopAfterCommits(f.stopAfter),
 		},
 	})
 	if err != nil {

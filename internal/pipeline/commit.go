@@ -32,6 +32,9 @@ func (p *Pipeline) commit(ctx context.Context, t *taskRun, mutate func(*subjects
 		}
 		return err
 	}
+	if p.cfg.AfterCommit != nil {
+		p.cfg.AfterCommit()
+	}
 	return p.flush(ctx, t, 0)
 }
 

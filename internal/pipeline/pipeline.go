@@ -104,6 +104,9 @@ type Config struct {
 	RetryBase, RetryMax time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// AfterCommit, when set, runs after each state write and before its
+	// outbox is published: a failpoint for fault drills.
+	AfterCommit func()
 }
 
 func (c Config) withDefaults() Config {
@@ -167,6 +170,16 @@ func roleIndex(r subjects.Role) int {
 // Handle runs one delivery as far as it can go and says what to do with the
 // message.
 func (p *Pipeline) Handle(ctx context.Context, d Delivery) Outcome {
+	out := p.handle(ctx, d)
+	if out.Action == Nak && errors.Is(context.Cause(ctx), ErrClaimLost) {
+		// The message may belong to another delivery by now: a nak would
+		// hand it back under its new owner.
+		return Outcome{Action: Abandon, Err: ErrClaimLost}
+	}
+	return out
+}
+
+func (p *Pipeline) handle(ctx context.Context, d Delivery) Outcome {
 	req, rej := subjects.DecodeTask(d.Body, p.cfg.Limits)
 	if rej != nil {
 		return p.reject(ctx, d, rej)

@@ -16,12 +16,16 @@ type CallLogLine struct {
 	Attempt  int           `json:"attempt"`
 	Try      int           `json:"try"`
 	Time     time.Time     `json:"time"`
+	// PID is the process that made the call; InFlight is how many calls
+	// that process's sim runner had running, this one included.
+	PID      int   `json:"pid"`
+	InFlight int64 `json:"in_flight"`
 }
 
 // appendCallLog appends one JSON line for req to path. The file is opened
 // with O_APPEND and the line is written with a single write, so concurrent
 // writers, also in other processes, never interleave within a line.
-func appendCallLog(path string, req Request, now time.Time) error {
+func appendCallLog(path string, req Request, inFlight int64, now time.Time) error {
 	line, err := json.Marshal(CallLogLine{
 		Role:     req.Role,
 		Workflow: req.Task.Workflow,
@@ -29,6 +33,8 @@ func appendCallLog(path string, req Request, now time.Time) error {
 		Attempt:  req.Attempt,
 		Try:      req.Try,
 		Time:     now.UTC(),
+		PID:      os.Getpid(),
+		InFlight: inFlight,
 	})
 	if err != nil {
 		return err

@@ -46,13 +46,13 @@ func (s *Sim) Identity() string { return SimIdentity }
 // then applies the task's sim controls in this order: latency, hang, panic,
 // fail; and finally returns the deterministic output for the role.
 func (s *Sim) Run(ctx context.Context, req Request) (Result, error) {
-	s.begin(req.Role)
+	inFlight := s.begin(req.Role)
 	defer s.inFlight.Add(-1)
 	if s.onStart != nil {
 		s.onStart(req)
 	}
 	if s.opts.CallLog != "" {
-		if err := appendCallLog(s.opts.CallLog, req, time.Now()); err != nil {
+		if err := appendCallLog(s.opts.CallLog, req, inFlight, time.Now()); err != nil {
 			return Result{}, fmt.Errorf("sim: call log: %w", err)
 		}
 	}
@@ -91,7 +91,7 @@ func wait(ctx context.Context, d time.Duration) error {
 }
 
 // begin counts a call and updates the concurrency gauge and its maximum.
-func (s *Sim) begin(r subjects.Role) {
+func (s *Sim) begin(r subjects.Role) int64 {
 	s.total.Add(1)
 	if c := s.counter(r); c != nil {
 		c.Add(1)
@@ -100,7 +100,7 @@ func (s *Sim) begin(r subjects.Role) {
 	for {
 		m := s.maxInFlight.Load()
 		if n <= m || s.maxInFlight.CompareAndSwap(m, n) {
-			return
+			return n
 		}
 	}
 }

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package cli
+
+// stopAfterCommits is a no-op where SIGSTOP does not exist.
+func stopAfterCommits(int) func() { return nil }
