@@ -1,0 +1,86 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/subjects"
+)
+
+// Scenario: bad and hostile bodies against two worker processes. Every one
+// is rejected on its first delivery with the contract's reason, the same
+// on whichever worker decides it (each body is sent twice), nothing panics,
+// and the workers' memory stays bounded.
+func TestFaultHostileBodies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	common := []string{"--concurrency", "4"}
+	w1 := b.startProc(common...)
+	w2 := b.startProc(common...)
+	deep := strings.Repeat(`{"a":`, 50_000) + `1` + strings.Repeat(`}`, 50_000)
+	wideKeys := `{"workflow":"wf-hostile","id":"wide","scope":"s","metadata":{` + strings.Repeat(`"k":1,`, 1) + `"k":2}}`
+	cases := []struct {
+		name   string
+		body   string
+		reason subjects.Reason
+	}{
+		{"not json", `{"workflow": "wf-hostile", "id": "x", `, subjects.ReasonInvalidJSON},
+		{"array", `[1,2,3]`, subjects.ReasonInvalidJSON},
+		{"missing scope", `{"workflow":"wf-hostile","id":"noscope"}`, subjects.ReasonMissingField},
+		{"duplicate keys", `{"workflow":"wf-hostile","id":"dup","id":"dup2","scope":"s"}`, subjects.ReasonInvalidJSON},
+		{"nested duplicate keys", wideKeys, subjects.ReasonInvalidJSON},
+		{"case-variant keys", `{"Workflow":"wf-hostile","ID":"cv","Scope":"s"}`, subjects.ReasonMissingField},
+		{"deep nesting", deep, subjects.ReasonInvalidJSON},
+		{"invalid utf-8", "{\"workflow\":\"wf-hostile\",\"id\":\"u\xff\",\"scope\":\"s\"}", subjects.ReasonInvalidJSON},
+		{"huge number", `{"workflow":"wf-hostile","id":"num","scope":"s","max_attempts":1` + strings.Repeat("0", 5000) + `}`, subjects.ReasonInvalidValue},
+		{"huge float", `{"workflow":"wf-hostile","id":"flt","scope":"s","max_attempts":1e999}`, subjects.ReasonInvalidValue},
+		{"wrong type", `{"workflow":"wf-hostile","id":7,"scope":"s"}`, subjects.ReasonInvalidValue},
+		{"whitespace id", `{"workflow":"wf-hostile","id":"a b","scope":"s"}`, subjects.ReasonInvalidValue},
+		{"reserved id", `{"workflow":"wf-hostile","id":"_","scope":"s"}`, subjects.ReasonInvalidValue},
+		{"too large", `{"workflow":"wf-hostile","id":"big","scope":"` + strings.Repeat("x", 600<<10) + `"}`, subjects.ReasonTooLarge},
+	}
+	ctx := context.Background()
+	subject := b.names.TaskSubject("default")
+	want := map[uint64]subjects.Reason{}
+	for _, c := range cases {
+		for range 2 {
+			ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: []byte(c.body)})
+			require.NoError(t, err, c.name)
+			want[ack.Sequence] = c.reason
+		}
+	}
+	// A good task after them still runs.
+	after := b.submit(task("wf-good", "ok"))
+	b.waitTerminal("wf-good", after, 1)
+
+	got := map[uint64]subjects.Reason{}
+	require.Eventually(t, func() bool {
+		for _, m := range b.dlq() {
+			var seq uint64
+			_, err := fmt.Sscan(m.Header.Get(subjects.HeaderStreamSeq), &seq)
+			require.NoError(t, err)
+			got[seq] = subjects.Reason(m.Header.Get(subjects.HeaderReason))
+		}
+		return len(got) == len(want)
+	}, 60*time.Second, 50*time.Millisecond)
+	require.Equal(t, want, got)
+
+	rejected := 0
+	for _, ev := range b.events("") {
+		if ev.EventType == subjects.EventTaskRejected {
+			rejected++
+			require.Equal(t, 0, ev.Attempt)
+		}
+	}
+	require.Equal(t, len(want), rejected)
+	for _, w := range []*proc{w1, w2} {
+		require.False(t, w.stopped())
+		require.Less(t, w.rssBytes(), int64(512<<20), "worker memory")
+	}
+}
