@@ -20,6 +20,10 @@ type Stats struct {
 	Abandoned   atomic.Int64
 	Redelivered atomic.Int64
 	Heartbeats  atomic.Int64
+	// WatchdogStalls counts stalls the watchdog repaired; WatchdogFull
+	// counts checks that found max ack pending reached.
+	WatchdogStalls atomic.Int64
+	WatchdogFull   atomic.Int64
 }
 
 // Stats returns the consumer's counters.

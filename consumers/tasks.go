@@ -34,6 +34,9 @@ type Config struct {
 	Grace time.Duration
 	// FetchWait is how long one fetch waits for messages (default 5s).
 	FetchWait time.Duration
+	// Watchdog is how often the watchdog looks for a stalled queue
+	// (default 30s; negative disables it).
+	Watchdog time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -45,6 +48,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FetchWait <= 0 {
 		c.FetchWait = 5 * time.Second
+	}
+	if c.Watchdog == 0 {
+		c.Watchdog = 30 * time.Second
 	}
 	return c
 }
@@ -92,9 +98,14 @@ func (c *TaskConsumer) Run(ctx context.Context) error {
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 
+	wdCtx, stopWatchdog := context.WithCancel(ctx)
+	wdDone := make(chan struct{})
+	go func() { defer close(wdDone); c.watchdog(wdCtx, c.cfg.Watchdog) }()
 	c.fetching.Store(true)
 	c.fetchLoop(ctx, workCtx)
 	c.fetching.Store(false)
+	stopWatchdog()
+	<-wdDone
 
 	graceCtx, cancel := context.WithTimeout(context.Background(), c.cfg.Grace)
 	defer cancel()

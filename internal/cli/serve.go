@@ -30,7 +30,7 @@ type serveFlags struct {
 	concurrency, maxDeliver, maxAckPending, replicas   int
 	maxBody                                            int
 	ackWait, grace, cacheTTL, dupWindow, roleTimeout   time.Duration
-	retryBase, retryMax                                time.Duration
+	retryBase, retryMax, watchdog                      time.Duration
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -66,6 +66,7 @@ hand what is left back to the queue at once.`,
 	fl.DurationVar(&f.roleTimeout, "role-timeout", 30*time.Minute, "timeout of one role call")
 	fl.DurationVar(&f.retryBase, "retry-backoff", time.Second, "first delay before a failed role runs again (doubles per delivery)")
 	fl.DurationVar(&f.retryMax, "retry-backoff-max", time.Minute, "longest delay before a failed role runs again")
+	fl.DurationVar(&f.watchdog, "watchdog", 30*time.Second, "how often to check for a queue with work but no deliveries (negative disables)")
 	fl.IntVar(&f.replicas, "replicas", 1, "stream and bucket replicas (3 on a 3-node cluster)")
 	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
@@ -135,6 +136,7 @@ func serve(ctx context.Context, g *globals, f serveFlags) error {
 		Consumer:    broker.ConsumerSettings{AckWait: f.ackWait, MaxDeliver: f.maxDeliver, MaxAckPending: f.maxAckPending},
 		Streams:     broker.Settings{Replicas: f.replicas, DuplicateWindow: f.dupWindow, CacheTTL: f.cacheTTL},
 		Grace:       f.grace,
+		Watchdog:    f.watchdog,
 		Runners:     runner.SimSet(sim),
 		Log:         g.log,
 		Metrics:     metrics,

@@ -37,6 +37,7 @@ type Config struct {
 	Streams     broker.Settings         // duplicate window 2m, cache TTL 24h, replicas 1
 	Grace       time.Duration           // default 30s
 	FetchWait   time.Duration           // default 5s
+	Watchdog    time.Duration           // stalled-queue check interval, default 30s
 	Pipeline    pipeline.Config         // role timeout 30m, retry 1s..1m
 	Runners     runner.Set              // default: the sim runner for every role
 	Log         *slog.Logger
@@ -143,7 +144,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return broker.EnsureConsumer(ctx, w.js, w.cfg.Names, q, w.cfg.Consumer, w.cfg.Log)
 		}
 		w.consumers = append(w.consumers, consumers.New(consumers.Config{
-			Queue: q, AckWait: w.cfg.Consumer.AckWait, Grace: w.cfg.Grace, FetchWait: w.cfg.FetchWait,
+			Queue: q, AckWait: w.cfg.Consumer.AckWait, Grace: w.cfg.Grace, FetchWait: w.cfg.FetchWait, Watchdog: w.cfg.Watchdog,
 		}, ensure, w.pool, p, w.cfg.Log))
 	}
 	var (

@@ -1,0 +1,66 @@
+package consumers
+
+import (
+	"context"
+	"time"
+)
+
+// watchdog notices a queue with work that this consumer does not receive.
+// Every interval in which no message arrived while the pool had free slots,
+// it asks the server for the consumer's state:
+//   - messages pending but none delivered, under max ack pending: the pull
+//     has stalled (a lost consumer, a leader change). The consumer is
+//     re-ensured, which recreates it if it is gone.
+//   - max ack pending reached: the window is held by tasks running on
+//     other workers or waiting out a retry delay (a nak with delay counts as
+//     pending). That is logged with what to change.
+func (c *TaskConsumer) watchdog(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	seen := c.stats.Fetched.Load()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := c.stats.Fetched.Load()
+		idle := now == seen && c.pool.Free() > 0
+		seen = now
+		if !idle {
+			continue
+		}
+		ictx, cancel := context.WithTimeout(ctx, interval)
+		info, err := (*c.cons.Load()).Info(ictx)
+		cancel()
+		if err != nil {
+			c.log.Warn("watchdog: consumer info failed; re-ensuring the consumer", "err", err)
+			c.reensure(ctx)
+			continue
+		}
+		switch {
+		case info.NumPending == 0:
+		case info.Config.MaxAckPending > 0 && info.NumAckPending >= info.Config.MaxAckPending:
+			c.stats.WatchdogFull.Add(1)
+			c.log.Warn("watchdog: max ack pending reached; new tasks wait until running or retrying ones settle (raise --max-ack-pending or lower --retry-backoff-max)",
+				"pending", info.NumPending, "ack_pending", info.NumAckPending, "max_ack_pending", info.Config.MaxAckPending)
+		default:
+			c.stats.WatchdogStalls.Add(1)
+			c.log.Warn("watchdog: tasks pending but none delivered; re-ensuring the consumer",
+				"pending", info.NumPending, "ack_pending", info.NumAckPending, "idle_for", interval)
+			c.reensure(ctx)
+		}
+	}
+}
+
+func (c *TaskConsumer) reensure(ctx context.Context) {
+	cons, err := c.ensure(ctx)
+	if err != nil {
+		c.log.Warn("watchdog: could not re-ensure the consumer", "err", err)
+		return
+	}
+	c.cons.Store(&cons)
+}

@@ -1,0 +1,75 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/worker"
+	"github.com/droverhq/drover/subjects"
+)
+
+// syncBuffer is a log sink tests can read while a worker writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Contains(sub string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Contains(s.b.Bytes(), []byte(sub))
+}
+
+// A consumer deleted under a running worker is recreated, and the queue
+// keeps flowing without a process restart.
+func TestConsumerDeletedIsRecreated(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	logs := &syncBuffer{}
+	sim := runner.NewSim(runner.SimOptions{})
+	b.startWorker(worker.Config{Concurrency: 2, Runners: runner.SimSet(sim), Log: slog.New(slog.NewTextHandler(logs, nil)), Watchdog: 200 * time.Millisecond})
+	after := b.submit(task("wf-del", "T1"))
+	b.waitTerminal("wf-del", after, 1)
+
+	require.NoError(t, b.js.DeleteConsumer(context.Background(), b.names.TasksStream(), b.names.Consumer("default")))
+	after = b.submit(task("wf-del", "T2"))
+	got := b.waitTerminal("wf-del", after, 1)
+	require.Equal(t, subjects.EventTaskCompleted, got["T2"].EventType)
+}
+
+// The watchdog names a queue whose window is full of tasks waiting out a
+// retry delay, instead of leaving operators to guess why nothing runs.
+func TestWatchdogReportsMaxAckPending(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	logs := &syncBuffer{}
+	sim := runner.NewSim(runner.SimOptions{})
+	w := b.startWorker(worker.Config{
+		Concurrency: 2,
+		Runners:     runner.SimSet(sim),
+		Log:         slog.New(slog.NewTextHandler(logs, nil)),
+		Watchdog:    200 * time.Millisecond,
+		Consumer:    broker.ConsumerSettings{MaxAckPending: 2, MaxDeliver: 5},
+		Pipeline:    pipeline.Config{RetryBase: time.Minute, RetryMax: time.Minute},
+	})
+	failing := `{"fail": {"role": "planner", "times": 1}}`
+	b.submit(withSim(task("wf-full", "F1"), failing), withSim(task("wf-full", "F2"), failing), task("wf-full", "OK"))
+	require.Eventually(t, func() bool { return logs.Contains("max ack pending reached") }, 30*time.Second, 20*time.Millisecond)
+	require.EqualValues(t, 2, sim.Calls(subjects.RolePlanner), "the good task waited behind the retries")
+	require.Zero(t, w.Consumers()[0].Stats().WatchdogStalls.Load(), "a full window is not a stall")
+}
