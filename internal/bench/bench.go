@@ -1,0 +1,189 @@
+// Package bench measures Drover's throughput and latency against the raw
+// JetStream floor of the same per-task path, on the same server.
+//
+// A run has two phases. The Drover phase starts an in-process worker with
+// the no-latency sim runner, submits N cold one-round tasks (a fresh
+// workflow and scope per task, so no cache entry can hit), follows their
+// terminal audit events and counts the messages every stream stored. The
+// floor phase does the least work a worker could do for the same task with
+// plain JetStream: consume from a work-queue stream with a pool of the same
+// size, one KV get and one KV put, one audit-like publish with a
+// Nats-Msg-Id, and an ack. Drover's throughput is reported as a share of the
+// floor's.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/subjects"
+)
+
+// Queue is the queue the bench's tasks go through. A queue of its own keeps
+// them away from the workers of a shared server, which consume their own
+// queues only.
+const Queue = "bench"
+
+// Defaults of Config.
+const (
+	DefaultTasks       = 2000
+	DefaultConcurrency = 16
+	DefaultTimeout     = 10 * time.Minute
+)
+
+// Config configures a bench run. Zero fields take the defaults noted.
+type Config struct {
+	// Tasks is the number of tasks of each phase (default 2000).
+	Tasks int
+	// Concurrency is the pool size of the worker and of the floor
+	// (default 16).
+	Concurrency int
+	// URL is the NATS server to measure. Empty starts an embedded server
+	// in a temporary directory with Sync, removed after the run.
+	URL string
+	// Sync is the embedded server's fsync interval: 0 fsyncs before every
+	// acknowledgement. It is ignored with URL.
+	Sync time.Duration
+	// Names are the deployment's names (default prefix "drover").
+	Names subjects.Names
+	// DataDir is the embedded server's store directory; it must not
+	// exist or be empty, and is removed after the run (default: a new
+	// temporary directory).
+	DataDir string
+	// CPUProfile, when set, receives a CPU profile of the Drover phase
+	// (the whole process, so an embedded server's work is in it too).
+	CPUProfile io.Writer
+	// Timeout bounds each phase (default 10m).
+	Timeout time.Duration
+	// Log receives progress and the worker's log (default: discarded).
+	Log *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Tasks < 0 || c.Concurrency < 0 || c.Sync < 0 || c.Timeout < 0 {
+		return c, fmt.Errorf("bench: negative setting (tasks %d, concurrency %d, sync %s, timeout %s)", c.Tasks, c.Concurrency, c.Sync, c.Timeout)
+	}
+	if c.Tasks == 0 {
+		c.Tasks = DefaultTasks
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Names == (subjects.Names{}) {
+		c.Names = subjects.MustNames(subjects.DefaultPrefix)
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c, nil
+}
+
+// Run runs both phases and returns the report. The first error of either
+// phase ends the run; every goroutine, connection and embedded server it
+// started is stopped before it returns.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{
+		Tasks:       cfg.Tasks,
+		Concurrency: cfg.Concurrency,
+		Sync:        SyncLabel(cfg.Sync),
+		Server:      "embedded",
+		GoVersion:   runtime.Version(),
+		GOMAXPROCS:  runtime.GOMAXPROCS(0),
+		NumCPU:      runtime.NumCPU(),
+	}
+	url := cfg.URL
+	if url == "" {
+		srv, cleanup, err := startServer(cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		url = srv.ClientURL()
+	} else {
+		rep.Server, rep.Sync = "external", "the server's own"
+		cfg.Log.Warn("benchmarking an external server: its audit stream keeps the bench's events for good, and other traffic skews the figures", "queue", Queue)
+	}
+	if rep.Drover, rep.Writes, err = runDrover(ctx, cfg, url); err != nil {
+		return nil, err
+	}
+	if rep.Floor, err = runFloor(ctx, cfg, url); err != nil {
+		return nil, err
+	}
+	rep.finish()
+	return rep, nil
+}
+
+// startServer starts the embedded server of a run and returns a cleanup
+// that stops it and removes its store.
+func startServer(cfg Config) (*broker.Embedded, func(), error) {
+	dir := cfg.DataDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "drover-bench-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("bench: temporary store directory: %w", err)
+		}
+		dir = d
+	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, nil, fmt.Errorf("bench: store directory %s is not empty; the bench removes it after the run", dir)
+	}
+	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: dir, Sync: cfg.Sync, ServerName: "drover-bench"})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("bench: %w", err)
+	}
+	return srv, func() {
+		srv.Shutdown()
+		if err := os.RemoveAll(dir); err != nil {
+			cfg.Log.Warn("could not remove the bench's store", "dir", dir, "err", err)
+		}
+	}, nil
+}
+
+// SyncLabel names an fsync interval as the report shows it.
+func SyncLabel(d time.Duration) string {
+	if d == 0 {
+		return "always (fsync before ack)"
+	}
+	return "every " + d.String()
+}
+
+// ParseSync reads a --sync value: "always" (fsync before every ack) or a
+// positive duration such as "2m", nats-server's default interval.
+func ParseSync(s string) (time.Duration, error) {
+	if s == "always" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("sync %q: want \"always\" or a positive duration such as 2m", s)
+	}
+	return d, nil
+}
+
+// connect opens a connection of the bench, named for the server's view.
+func connect(url, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(url, nats.Name("drover bench "+name), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, fmt.Errorf("bench: connect (%s): %w", name, err)
+	}
+	return nc, nil
+}
+
+// errTimeout wraps a phase that did not finish in time.
+var errTimeout = errors.New("bench: phase timed out")

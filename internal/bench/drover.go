@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/worker"
+	"github.com/droverhq/drover/subjects"
+)
+
+// runDrover runs the Drover phase: a worker with the sim runner, N cold
+// tasks submitted as fast as the server acknowledges them, and each task
+// followed to its terminal event.
+func runDrover(ctx context.Context, cfg Config, url string) (Phase, Writes, error) {
+	ncW, err := connect(url, "worker")
+	if err != nil {
+		return Phase{}, Writes{}, err
+	}
+	defer ncW.Close()
+	ncP, err := connect(url, "producer")
+	if err != nil {
+		return Phase{}, Writes{}, err
+	}
+	defer ncP.Close()
+	js, err := jetstream.New(ncP)
+	if err != nil {
+		return Phase{}, Writes{}, fmt.Errorf("bench: jetstream: %w", err)
+	}
+	settings, err := currentSettings(ctx, js, cfg.Names)
+	if err != nil {
+		return Phase{}, Writes{}, err
+	}
+	// Provision before counting, so creating the streams is not counted.
+	if _, err := broker.Provision(ctx, js, settings, cfg.Log); err != nil {
+		return Phase{}, Writes{}, fmt.Errorf("bench: %w", err)
+	}
+	defer func() { // the bench's consumer is its own; leave no trace of it
+		_ = js.DeleteConsumer(context.WithoutCancel(ctx), cfg.Names.TasksStream(), cfg.Names.Consumer(Queue))
+	}()
+	streams := writeStreams(cfg.Names)
+	before, err := lastSeqs(ctx, js, streams)
+	if err != nil {
+		return Phase{}, Writes{}, err
+	}
+	stop, err := startWorker(ctx, cfg, ncW, settings)
+	if err != nil {
+		return Phase{}, Writes{}, err
+	}
+	ph, runErr := measureDrover(ctx, cfg, js)
+	if err := stop(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if runErr != nil {
+		return Phase{}, Writes{}, runErr
+	}
+	after, err := lastSeqs(ctx, js, streams)
+	if err != nil {
+		return Phase{}, Writes{}, err
+	}
+	return ph, countWrites(streams, before, after, cfg.Tasks), nil
+}
+
+// currentSettings keeps an existing deployment's duplicate window, cache
+// TTL and replicas, so provisioning for the bench changes nothing on a
+// shared server.
+func currentSettings(ctx context.Context, js jetstream.JetStream, names subjects.Names) (broker.Settings, error) {
+	s := broker.Settings{Names: names}
+	st, err := js.Stream(ctx, names.TasksStream())
+	switch {
+	case err == nil:
+		s.DuplicateWindow, s.Replicas = st.CachedInfo().Config.Duplicates, st.CachedInfo().Config.Replicas
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
+		return s, fmt.Errorf("bench: stream %s: %w", names.TasksStream(), err)
+	}
+	kv, err := js.KeyValue(ctx, names.CacheBucket())
+	switch {
+	case err == nil:
+		status, err := kv.Status(ctx)
+		if err != nil {
+			return s, fmt.Errorf("bench: bucket %s: %w", names.CacheBucket(), err)
+		}
+		s.CacheTTL = status.TTL()
+	case !errors.Is(err, jetstream.ErrBucketNotFound):
+		return s, fmt.Errorf("bench: bucket %s: %w", names.CacheBucket(), err)
+	}
+	return s, nil
+}
+
+// startWorker runs a worker on nc until the returned stop is called, which
+// drains it and returns its error. It returns once the worker is fetching.
+func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings) (stop func() error, err error) {
+	w, err := worker.New(nc, worker.Config{
+		Names:       cfg.Names,
+		Queues:      []string{Queue},
+		Concurrency: cfg.Concurrency,
+		Consumer:    broker.ConsumerSettings{MaxAckPending: max(broker.DefaultMaxAckPending, cfg.Concurrency)},
+		Streams:     settings,
+		Runners:     runner.SimSet(runner.NewSim(runner.SimOptions{})),
+		Pipeline:    pipeline.Config{Worker: "drover-bench"},
+		Log:         cfg.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: worker: %w", err)
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	stop = func() error {
+		cancel()
+		if err := <-done; err != nil {
+			return fmt.Errorf("bench: worker: %w", err)
+		}
+		return nil
+	}
+	select {
+	case <-w.Started():
+		return stop, nil
+	case err := <-done:
+		cancel()
+		return nil, fmt.Errorf("bench: worker did not start: %w", err)
+	case <-ctx.Done():
+		_ = stop()
+		return nil, ctx.Err()
+	}
+}
+
+// measureDrover submits the tasks, follows them to their terminal events
+// and times both, under a CPU profile when one is asked for.
+func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream) (Phase, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errTimeout)
+	defer cancel()
+	after, err := producer.AuditLastSeq(ctx, js, cfg.Names)
+	if err != nil {
+		return Phase{}, fmt.Errorf("bench: %w", err)
+	}
+	if cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+			return Phase{}, fmt.Errorf("bench: cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	wf := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	n := cfg.Tasks
+	submit, end := make([]time.Time, n), make([]time.Time, n)
+	var completed, failed int
+	followCtx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	followed := make(chan error, 1)
+	go func() {
+		seen := 0
+		followed <- producer.FollowTerminal(followCtx, js, cfg.Names, wf, after, func(t producer.Terminal) bool {
+			i, ok := taskIndex(t.Event.TaskID, n)
+			if !ok || !end[i].IsZero() {
+				return true
+			}
+			end[i] = time.Now()
+			if t.Event.EventType == subjects.EventTaskCompleted {
+				completed++
+			} else {
+				failed++
+			}
+			seen++
+			return seen < n
+		})
+	}()
+	cpu := processCPU()
+	if err := submitTasks(ctx, cfg, js, wf, submit); err != nil {
+		stopFollow()
+		<-followed
+		return Phase{}, err
+	}
+	if err := <-followed; err != nil {
+		if c := context.Cause(ctx); errors.Is(c, errTimeout) {
+			err = fmt.Errorf("%w after %s waiting for terminal events (raise --timeout)", errTimeout, cfg.Timeout)
+		}
+		return Phase{}, fmt.Errorf("bench: drover phase: %w", err)
+	}
+	if completed+failed < n {
+		return Phase{}, fmt.Errorf("bench: drover phase: the audit follower stopped after %d of %d terminal events", completed+failed, n)
+	}
+	ph := newPhase(submit, end)
+	ph.setCPU(processCPU()-cpu, n)
+	ph.Completed, ph.Failed = completed, failed
+	return ph, nil
+}
+
+// submitTasks publishes n cold one-round tasks of workflow wf with async
+// publishes, recording each one's submit time, and checks every PubAck.
+// The body and headers are those of producer.Publish.
+func submitTasks(ctx context.Context, cfg Config, js jetstream.JetStream, wf string, submit []time.Time) error {
+	subject := cfg.Names.TaskSubject(Queue)
+	futures := make([]jetstream.PubAckFuture, len(submit))
+	for i := range submit {
+		req := subjects.TaskRequest{
+			ID:           "t" + strconv.Itoa(i),
+			Workflow:     wf,
+			Scope:        fmt.Sprintf("bench %s task %d", wf, i), // unique: cold cache
+			Verification: "the sim approves",
+		}
+		body, err := json.Marshal(req)
+		if err != nil {
+			return fmt.Errorf("bench: encode task %d: %w", i, err)
+		}
+		msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
+		msg.Header.Set(subjects.HeaderMsgID, subjects.TaskMsgID(wf, req.ID))
+		msg.Header.Set(subjects.HeaderContract, subjects.ContractVersion)
+		submit[i] = time.Now()
+		if futures[i], err = js.PublishMsgAsync(msg); err != nil {
+			return fmt.Errorf("bench: submit task %d: %w", i, err)
+		}
+	}
+	return checkAcks(ctx, js, futures)
+}
+
+// checkAcks waits for every async publish and fails on the first error or
+// duplicate.
+func checkAcks(ctx context.Context, js jetstream.JetStream, futures []jetstream.PubAckFuture) error {
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return fmt.Errorf("bench: waiting for publish acks: %w", context.Cause(ctx))
+	}
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			if ack.Duplicate {
+				return fmt.Errorf("bench: message %d was stored before (duplicate)", i)
+			}
+		case err := <-f.Err():
+			return fmt.Errorf("bench: publish %d: %w", i, err)
+		case <-ctx.Done():
+			return fmt.Errorf("bench: waiting for publish ack %d: %w", i, context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+// taskIndex reads the index from a bench task ID "t<i>".
+func taskIndex(id string, n int) (int, bool) {
+	i, err := strconv.Atoi(strings.TrimPrefix(id, "t"))
+	return i, err == nil && i >= 0 && i < n && strings.HasPrefix(id, "t")
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/droverhq/drover/internal/bench"
+)
+
+func init() { register(newBenchCmd) }
+
+// newBenchCmd is `drover bench`: Drover's throughput and latency against
+// the raw JetStream floor of the same per-task path.
+func newBenchCmd(g *globals) *cobra.Command {
+	var (
+		tasks, concurrency int
+		syncFlag, profile  string
+		asJSON             bool
+		timeout            time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure tasks/s and latency of no-latency sim tasks against the raw JetStream floor",
+		Long: `bench runs N cold, one-round, no-latency sim tasks through an in-process
+worker and reports tasks/s and submit-to-terminal p50/p99 latency. In the same
+run, on the same server, it measures the raw JetStream floor of the same
+per-task path (consume, one KV get and put, one audit publish, ack, with the
+same pool size) and prints Drover's throughput as a share of it, with the
+stored writes per task, per stream.
+
+Without --nats-url it embeds a server in a temporary directory with the
+--sync interval and removes it afterwards. Run it once with --sync always
+(fsync before ack, serve's default) and once with --sync 2m (nats-server's
+default) to see both. Against an external server, --sync is the server's
+own; the bench uses its own queue ("bench"), but its audit events stay in
+the append-only audit stream.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sync, err := bench.ParseSync(syncFlag)
+			if err != nil {
+				return fmt.Errorf("--sync: %w", err)
+			}
+			cfg := bench.Config{
+				Tasks: tasks, Concurrency: concurrency, URL: g.natsURL, Sync: sync,
+				Names: g.names, Timeout: timeout, Log: g.log,
+			}
+			if tasks <= 0 || concurrency <= 0 {
+				return fmt.Errorf("--tasks and --concurrency must be positive (got %d and %d)", tasks, concurrency)
+			}
+			if profile != "" {
+				f, err := os.Create(profile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				cfg.CPUProfile = f
+			}
+			rep, err := bench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return rep.WriteJSON(g.stdout)
+			}
+			if err := rep.WriteText(g.stdout); err != nil {
+				return err
+			}
+			if profile != "" {
+				fmt.Fprintf(g.stdout, "\nCPU profile of the drover phase: %s (go tool pprof -top %s)\n", profile, profile)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&tasks, "tasks", bench.DefaultTasks, "number of tasks (and of floor messages)")
+	f.IntVar(&concurrency, "concurrency", bench.DefaultConcurrency, "pool size of the worker and of the floor")
+	f.StringVar(&syncFlag, "sync", "always", `embedded server's fsync: "always" (before every ack) or an interval such as 2m (nats-server's default)`)
+	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the drover phase to this file")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.DurationVar(&timeout, "timeout", bench.DefaultTimeout, "give up on a phase after this long")
+	return cmd
+}
