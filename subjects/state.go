@@ -68,8 +68,30 @@ type TaskState struct {
 // OutboxItem is an audit event committed with a state revision, or a DLQ
 // entry to write before the events that follow it.
 type OutboxItem struct {
-	Event *AuditEvent `json:"event,omitempty"`
-	DLQ   *DLQIntent  `json:"dlq,omitempty"`
+	Event *OutboxEvent `json:"event,omitempty"`
+	DLQ   *DLQIntent   `json:"dlq,omitempty"`
+}
+
+// OutboxEvent is an audit event encoded once: its body exactly as it is
+// published, with what its headers need.
+type OutboxEvent struct {
+	ID       string          `json:"id"`
+	Workflow string          `json:"workflow"`
+	Task     string          `json:"task"`
+	Actor    Actor           `json:"actor"`
+	Type     EventType       `json:"type"`
+	Time     time.Time       `json:"time"`
+	Body     json.RawMessage `json:"body"`
+}
+
+// EncodeEvent normalizes and encodes ev for an outbox.
+func EncodeEvent(ev *AuditEvent) (*OutboxEvent, error) {
+	ev.Normalize()
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	return &OutboxEvent{ID: ev.EventID, Workflow: ev.WorkflowID, Task: ev.TaskID, Actor: ev.Actor, Type: ev.EventType, Time: ev.Timestamp, Body: body}, nil
 }
 
 // DLQIntent is a DLQ entry to be written for the owning request.

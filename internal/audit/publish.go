@@ -7,7 +7,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -45,49 +44,50 @@ type Ack struct {
 // event on the task's audit subjects has sequence expectSeq (0: none);
 // otherwise it returns ErrWrongLastSequence. A duplicate event ID inside the
 // duplicate window is acknowledged with Duplicate set and not stored again.
-func (p *Publisher) Publish(ctx context.Context, ev *subjects.AuditEvent, traceparent string, fence bool, expectSeq uint64) (Ack, error) {
-	msg, err := p.Msg(ev, traceparent)
-	if err != nil {
-		return Ack{}, err
-	}
+func (p *Publisher) Publish(ctx context.Context, ev *subjects.OutboxEvent, traceparent string, fence bool, expectSeq uint64) (Ack, error) {
+	msg := p.Msg(ev, traceparent)
 	var opts []jetstream.PublishOpt
 	if fence {
-		opts = append(opts, jetstream.WithExpectLastSequenceForSubject(expectSeq, p.names.AuditTaskFilter(ev.WorkflowID, ev.TaskID)))
+		opts = append(opts, jetstream.WithExpectLastSequenceForSubject(expectSeq, p.names.AuditTaskFilter(ev.Workflow, ev.Task)))
 	}
 	pa, err := p.js.PublishMsg(ctx, msg, opts...)
 	if err != nil {
 		if isWrongLastSeq(err) {
-			return Ack{}, fmt.Errorf("%w: %s (%v)", ErrWrongLastSequence, ev.EventID, err)
+			return Ack{}, fmt.Errorf("%w: %s (%v)", ErrWrongLastSequence, ev.ID, err)
 		}
-		return Ack{}, fmt.Errorf("audit: publish %s: %w", ev.EventID, err)
+		return Ack{}, fmt.Errorf("audit: publish %s: %w", ev.ID, err)
 	}
 	return Ack{Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
+}
+
+// PublishEvent encodes ev and publishes it; see Publish.
+func (p *Publisher) PublishEvent(ctx context.Context, ev *subjects.AuditEvent, traceparent string, fence bool, expectSeq uint64) (Ack, error) {
+	oe, err := subjects.EncodeEvent(ev)
+	if err != nil {
+		return Ack{}, fmt.Errorf("audit: encode %s: %w", ev.EventID, err)
+	}
+	return p.Publish(ctx, oe, traceparent, fence, expectSeq)
 }
 
 // Msg builds the NATS message of an event: its subject, the event ID as
 // Nats-Msg-Id, the contract version, CloudEvents attributes in binary content
 // mode, and the trace context when there is one.
-func (p *Publisher) Msg(ev *subjects.AuditEvent, traceparent string) (*nats.Msg, error) {
-	ev.Normalize()
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return nil, fmt.Errorf("audit: encode %s: %w", ev.EventID, err)
-	}
-	h := nats.Header{}
-	h.Set(subjects.HeaderMsgID, ev.EventID)
-	h.Set(subjects.HeaderContract, subjects.ContractVersion)
-	h.Set(subjects.HeaderCESpecVersion, "1.0")
-	h.Set(subjects.HeaderCEID, ev.EventID)
-	h.Set(subjects.HeaderCESource, p.source)
-	h.Set(subjects.HeaderCEType, "dev.drover."+string(ev.EventType))
-	h.Set(subjects.HeaderCETime, ev.Timestamp.UTC().Format(time.RFC3339Nano))
-	h.Set(subjects.HeaderCESubject, tokenOrReserved(ev.WorkflowID)+"/"+tokenOrReserved(ev.TaskID))
-	h.Set(subjects.HeaderCEContentType, "application/json")
+func (p *Publisher) Msg(ev *subjects.OutboxEvent, traceparent string) *nats.Msg {
+	h := make(nats.Header, 11)
+	h[subjects.HeaderMsgID] = []string{ev.ID}
+	h[subjects.HeaderContract] = []string{subjects.ContractVersion}
+	h[subjects.HeaderCESpecVersion] = []string{"1.0"}
+	h[subjects.HeaderCEID] = []string{ev.ID}
+	h[subjects.HeaderCESource] = []string{p.source}
+	h[subjects.HeaderCEType] = []string{"dev.drover." + string(ev.Type)}
+	h[subjects.HeaderCETime] = []string{ev.Time.UTC().Format(time.RFC3339Nano)}
+	h[subjects.HeaderCESubject] = []string{tokenOrReserved(ev.Workflow) + "/" + tokenOrReserved(ev.Task)}
+	h[subjects.HeaderCEContentType] = []string{"application/json"}
 	if traceparent != "" {
 		h[subjects.HeaderTraceparent] = []string{traceparent}
 	}
-	subject := p.names.AuditSubject(ev.WorkflowID, ev.TaskID, ev.Actor, ev.EventType)
-	return &nats.Msg{Subject: subject, Header: h, Data: body}, nil
+	subject := p.names.AuditSubject(ev.Workflow, ev.Task, ev.Actor, ev.Type)
+	return &nats.Msg{Subject: subject, Header: h, Data: ev.Body}
 }
 
 // LastSeq returns the sequence of the task's last audit event, 0 if it has

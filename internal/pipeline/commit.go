@@ -135,7 +135,7 @@ func (p *Pipeline) resync(ctx context.Context, t *taskRun, items []subjects.Outb
 	}
 	t.lastSeq = seq
 	idx := slices.IndexFunc(items, func(it subjects.OutboxItem) bool {
-		return it.Event != nil && it.Event.EventID == id
+		return it.Event != nil && it.Event.ID == id
 	})
 	return idx + 1, nil
 }

@@ -23,7 +23,16 @@ func (p *Pipeline) event(t *taskRun, et subjects.EventType, actor subjects.Actor
 	}
 }
 
-func item(ev *subjects.AuditEvent) subjects.OutboxItem { return subjects.OutboxItem{Event: ev} }
+// item encodes an event for the outbox, once: the state holds these bytes
+// and the audit stream receives them unchanged.
+func item(ev *subjects.AuditEvent) subjects.OutboxItem {
+	oe, err := subjects.EncodeEvent(ev)
+	if err != nil { // only raw JSON fields that do not parse get here
+		ev.Input, ev.Output, ev.Metadata = nil, nil, mustJSON(map[string]string{"encode_error": err.Error()})
+		oe, _ = subjects.EncodeEvent(ev)
+	}
+	return subjects.OutboxItem{Event: oe}
+}
 
 // acceptedEvent is task_accepted, with the request as its input.
 func (p *Pipeline) acceptedEvent(t *taskRun) subjects.OutboxItem {

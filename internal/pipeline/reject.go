@@ -28,7 +28,7 @@ func (p *Pipeline) reject(ctx context.Context, d Delivery, rej *subjects.RejectE
 		Worker:     p.cfg.Worker,
 		Input:      mustJSON(map[string]any{"queue": d.Queue, "stream_seq": d.StreamSeq, "bytes": len(d.Body)}),
 	}
-	if _, err := p.d.Publisher.Publish(ctx, ev, traceparentOf(d), false, 0); err != nil {
+	if _, err := p.d.Publisher.PublishEvent(ctx, ev, traceparentOf(d), false, 0); err != nil {
 		return p.nakOutcome(d, err)
 	}
 	p.d.Metrics.TaskDone(subjects.EventTaskRejected)
