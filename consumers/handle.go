@@ -41,15 +41,20 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 	}
 	ctx, cancel := context.WithCancelCause(workCtx)
 	defer cancel(nil)
-	stop := c.heartbeat(ctx, cancel, msg)
+	hb := c.heartbeat(ctx, cancel, msg)
 	out := c.h.Handle(ctx, pipeline.Delivery{
 		Queue:        c.cfg.Queue,
 		Body:         msg.Data(),
 		Header:       msg.Headers(),
 		StreamSeq:    md.Sequence.Stream,
 		NumDelivered: md.NumDelivered,
+		Stale:        hb.stale,
 	})
-	stop()
+	if stale := hb.stop(); stale && out.Action == pipeline.Nak {
+		// Not heard from for a whole ack wait: the message may be another
+		// delivery's now, and a nak would hand it back under its new owner.
+		out = pipeline.Outcome{Action: pipeline.Abandon, Err: pipeline.ErrClaimLost}
+	}
 	switch out.Action {
 	case pipeline.Ack:
 		c.stats.Acked.Add(1)
@@ -73,28 +78,46 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 	}
 }
 
+// beat is a running heartbeat.
+type beat struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	last atomic.Int64 // unix nanos of the last beat (or the start)
+	wait time.Duration
+}
+
+// stale reports whether the claim went a whole ack wait without a beat.
+func (b *beat) stale() bool { return time.Since(time.Unix(0, b.last.Load())) >= b.wait }
+
+// stop ends the heartbeat and reports whether the claim is stale.
+func (b *beat) stop() bool {
+	close(b.done)
+	b.wg.Wait()
+	return b.stale()
+}
+
 // heartbeat keeps the claim with in-progress acks at a third of the ack
 // wait. If the worker could not beat for a whole ack wait (it was stopped or
 // starved), the server has handed the message on: the task's context is
-// cancelled with pipeline.ErrClaimLost and no further beat is sent. The
-// returned stop waits for the heartbeat goroutine to end.
-func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, msg jetstream.Msg) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
+// cancelled with pipeline.ErrClaimLost and no further beat is sent. Time is
+// read when a tick is handled, never from the tick, which may have waited
+// in its channel through a stop.
+func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, msg jetstream.Msg) *beat {
+	b := &beat{done: make(chan struct{}), wait: c.cfg.AckWait}
+	b.last.Store(time.Now().UnixNano())
+	b.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer b.wg.Done()
 		tick := time.NewTicker(c.cfg.AckWait / 3)
 		defer tick.Stop()
-		last := time.Now()
 		for {
 			select {
-			case <-done:
+			case <-b.done:
 				return
 			case <-ctx.Done():
 				return
-			case now := <-tick.C:
-				if now.Sub(last) >= c.cfg.AckWait {
+			case <-tick.C:
+				if time.Since(time.Unix(0, b.last.Load())) >= c.cfg.AckWait {
 					cancel(pipeline.ErrClaimLost)
 					return
 				}
@@ -103,9 +126,9 @@ func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCause
 					continue
 				}
 				c.stats.Heartbeats.Add(1)
-				last = now
+				b.last.Store(time.Now().UnixNano())
 			}
 		}
 	}()
-	return func() { close(done); wg.Wait() }
+	return b
 }

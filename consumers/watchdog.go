@@ -28,7 +28,10 @@ func (c *TaskConsumer) watchdog(ctx context.Context, interval time.Duration) {
 		case <-tick.C:
 		}
 		now := c.stats.Fetched.Load()
-		idle := now == seen && c.pool.Free() > 0
+		// Slots a pending fetch holds are free for this purpose: only
+		// running tasks make a quiet queue expected.
+		st := c.pool.Stats()
+		idle := now == seen && st.InFlight < int64(st.Size)
 		seen = now
 		if !idle {
 			continue

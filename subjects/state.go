@@ -73,15 +73,16 @@ type OutboxItem struct {
 }
 
 // OutboxEvent is an audit event encoded once: its body exactly as it is
-// published, with what its headers need.
+// published (base64 in the state's JSON, which costs less to write than
+// re-validating embedded JSON), with what its headers need.
 type OutboxEvent struct {
-	ID       string          `json:"id"`
-	Workflow string          `json:"workflow"`
-	Task     string          `json:"task"`
-	Actor    Actor           `json:"actor"`
-	Type     EventType       `json:"type"`
-	Time     time.Time       `json:"time"`
-	Body     json.RawMessage `json:"body"`
+	ID       string    `json:"id"`
+	Workflow string    `json:"workflow"`
+	Task     string    `json:"task"`
+	Actor    Actor     `json:"actor"`
+	Type     EventType `json:"type"`
+	Time     time.Time `json:"time"`
+	Body     []byte    `json:"body"`
 }
 
 // EncodeEvent normalizes and encodes ev for an outbox.

@@ -64,7 +64,7 @@ func TestFaultRedeliveryAfterDuplicateWindow(t *testing.T) {
 	waitDuplicateWindow(t, b, time.Second)
 	a.signal(syscall.SIGCONT)
 	require.Eventually(t, func() bool { return a.logged("claim lost; leaving the message to its new owner") },
-		60*time.Second, 20*time.Millisecond, "the resumed worker did not give up its claim")
+		60*time.Second, 20*time.Millisecond, "the resumed worker did not give up its claim:\n%s", a.stderrText())
 	evs := b.quiet("wf-window", 1)
 	require.Len(t, evs, 5)
 }

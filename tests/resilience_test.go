@@ -29,6 +29,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func (s *syncBuffer) Contains(sub string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -69,7 +75,7 @@ func TestWatchdogReportsMaxAckPending(t *testing.T) {
 	})
 	failing := `{"fail": {"role": "planner", "times": 1}}`
 	b.submit(withSim(task("wf-full", "F1"), failing), withSim(task("wf-full", "F2"), failing), task("wf-full", "OK"))
-	require.Eventually(t, func() bool { return logs.Contains("max ack pending reached") }, 30*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return logs.Contains("max ack pending reached") }, 30*time.Second, 20*time.Millisecond, "logs:\n%s", logs)
 	require.EqualValues(t, 2, sim.Calls(subjects.RolePlanner), "the good task waited behind the retries")
 	require.Zero(t, w.Consumers()[0].Stats().WatchdogStalls.Load(), "a full window is not a stall")
 }

@@ -9,12 +9,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/runner"
@@ -35,72 +38,63 @@ func New(kv jetstream.KeyValue, log *slog.Logger) *Cache {
 	return &Cache{kv: kv, log: log}
 }
 
-// keyContent is the canonical input of a cache key. Field order is fixed by
-// the struct; maps are sorted by encoding/json; raw JSON is compacted. It
-// holds nothing that does not change a role's output: no workflow ID, no
-// timestamps, no try number.
-type keyContent struct {
-	Version      int                        `json:"v"`
-	Role         subjects.Role              `json:"role"`
-	Runner       string                     `json:"runner"`
-	TaskID       string                     `json:"task_id"`
-	Scope        string                     `json:"scope"`
-	Verification string                     `json:"verification"`
-	Type         string                     `json:"type"`
-	MaxAttempts  int                        `json:"max_attempts"`
-	Metadata     map[string]json.RawMessage `json:"metadata"`
-	Attempt      int                        `json:"attempt"`
-	Plan         json.RawMessage            `json:"plan"`
-	Change       json.RawMessage            `json:"change"`
-	Feedback     string                     `json:"feedback"`
-}
-
 // Key returns the cache key of a role request run by a runner with the given
-// identity.
+// identity: "<role>.<sha256 hex>" over a canonical encoding of everything
+// that determines the role's output (the role, the runner's identity, the
+// task's ID, scope, verification, type and metadata, the round, the plan,
+// the change and the judge's feedback) and nothing that does not (no
+// workflow ID, no timestamps, no try number, no max_attempts).
+//
+// The encoding is a version tag and then each field as its length (8 bytes,
+// big endian) and bytes, in that fixed order; metadata in key order; JSON
+// values compacted, so white space never changes a key.
 func Key(identity string, req runner.Request) string {
-	kc := keyContent{
-		Version:      1,
-		Role:         req.Role,
-		Runner:       identity,
-		TaskID:       req.Task.ID,
-		Scope:        req.Task.Scope,
-		Verification: req.Task.Verification,
-		Type:         req.Task.Type,
-		MaxAttempts:  req.Task.MaxAttempts,
-		Metadata:     compactAll(req.Task.Metadata),
-		Attempt:      req.Attempt,
-		Plan:         compact(req.Plan),
-		Change:       compact(req.Change),
-		Feedback:     req.Feedback,
+	h := sha256.New()
+	var n [8]byte
+	field := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
 	}
-	b, err := json.Marshal(kc)
-	if err != nil { // only raw JSON that does not parse gets here; hash it as text
-		b = fmt.Appendf(nil, "%#v", kc)
+	str := func(s string) { field([]byte(s)) }
+	str("drover-cache-key/2")
+	str(string(req.Role))
+	str(identity)
+	str(req.Task.ID)
+	str(req.Task.Scope)
+	str(req.Task.Verification)
+	str(req.Task.Type)
+	keys := make([]string, 0, len(req.Task.Metadata))
+	for k := range req.Task.Metadata {
+		keys = append(keys, k)
 	}
-	sum := sha256.Sum256(b)
-	return subjects.CacheKey(req.Role, hex.EncodeToString(sum[:]))
+	sort.Strings(keys)
+	binary.BigEndian.PutUint64(n[:], uint64(len(keys)))
+	h.Write(n[:])
+	for _, k := range keys {
+		str(k)
+		field(compact(req.Task.Metadata[k]))
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(req.Attempt))
+	h.Write(n[:])
+	field(compact(req.Plan))
+	field(compact(req.Change))
+	str(req.Feedback)
+	var sum [sha256.Size]byte
+	return subjects.CacheKey(req.Role, hex.EncodeToString(h.Sum(sum[:0])))
 }
 
-func compact(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
+// compact returns raw without insignificant white space; raw that holds
+// none (what encoders write) is returned as it is.
+func compact(raw json.RawMessage) []byte {
+	if len(raw) == 0 || !bytes.ContainsAny(raw, " \t\r\n") {
+		return raw
 	}
 	var buf bytes.Buffer
 	if json.Compact(&buf, raw) != nil {
 		return raw
 	}
 	return buf.Bytes()
-}
-
-func compactAll(m map[string]json.RawMessage) map[string]json.RawMessage {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]json.RawMessage, len(m))
-	for k, v := range m {
-		out[k] = compact(v)
-	}
-	return out
 }
 
 // Get returns the cached result under key. Every failure is a miss; a
@@ -119,6 +113,20 @@ func (c *Cache) Get(ctx context.Context, key string) (runner.Result, bool) {
 		return runner.Result{}, false
 	}
 	return r, true
+}
+
+// PutAsync stores a result under key without waiting for the server. The
+// returned future settles when the server has stored it (or failed to).
+func (c *Cache) PutAsync(js jetstream.JetStream, key string, r runner.Result) (jetstream.PubAckFuture, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("cache: encode %s: %w", key, err)
+	}
+	f, err := js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + c.kv.Bucket() + "." + key, Data: b})
+	if err != nil {
+		return nil, fmt.Errorf("cache: put %s: %w", key, err)
+	}
+	return f, nil
 }
 
 // Put stores a result under key. A failure only costs a future miss, so it

@@ -70,7 +70,9 @@ func (m *Metrics) RoleDone(role subjects.Role, runner string, cached bool, d tim
 }
 
 // TaskDone counts a terminal event.
-func (m *Metrics) TaskDone(outcome subjects.EventType) { m.tasks.WithLabelValues(string(outcome)).Inc() }
+func (m *Metrics) TaskDone(outcome subjects.EventType) {
+	m.tasks.WithLabelValues(string(outcome)).Inc()
+}
 
 // CachePutFailed counts a result that could not be cached.
 func (m *Metrics) CachePutFailed() { m.cachePutFail.Inc() }

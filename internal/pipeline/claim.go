@@ -21,24 +21,27 @@ type taskRun struct {
 	lastSeq     uint64             // the task's last audit sequence, when known
 	traceparent string
 	plan        json.RawMessage // the planner's output, once known
+	puts        []pendingPut    // cache writes in flight
 }
 
 // claim finds where the task stands and makes this delivery its owner. It
 // returns ok=false with the outcome when there is nothing (more) to run.
+//
+// The state is read before any role runs, so a duplicate request is
+// rejected without spending a model call. A first delivery with no state
+// writes nothing yet: its first commit creates the state, so a cold task
+// pays for no separate claim write.
 func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskRequest) (*taskRun, Outcome, bool) {
 	for range 4 {
 		cur, err := p.d.State.GetTask(ctx, req.Workflow, req.ID)
 		if errors.Is(err, state.ErrNotFound) {
 			t := p.newRun(d, req)
 			if d.NumDelivered == 1 {
-				// First delivery: the first commit creates the state, so a
-				// cold task pays for no separate claim write.
 				return t, Outcome{}, true
 			}
 			// A redelivery with no state: claim at once, so that a stalled
 			// earlier delivery is fenced out before it writes anything.
-			accepted := p.acceptedEvent(t)
-			switch err := p.commit(ctx, t, nil, accepted); {
+			switch err := p.commit(ctx, t, nil); {
 			case err == nil:
 				return t, Outcome{}, true
 			case errors.Is(err, errCreateConflict):

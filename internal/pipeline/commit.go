@@ -41,6 +41,11 @@ func (p *Pipeline) commit(ctx context.Context, t *taskRun, mutate func(*subjects
 // casState writes the next state; ErrConflict (update) or errCreateConflict
 // (create) when it lost.
 func (p *Pipeline) casState(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items []subjects.OutboxItem) (state.Task, error) {
+	p.settlePuts(ctx, t)
+	if t.rev == 0 && (len(items) == 0 || items[0].Event == nil || items[0].Event.Type != subjects.EventTaskAccepted) {
+		// The write that creates the state opens the task's record.
+		items = append([]subjects.OutboxItem{p.acceptedEvent(t)}, items...)
+	}
 	next := t.nextState()
 	if mutate != nil {
 		mutate(&next)

@@ -14,7 +14,7 @@ import (
 // the state, so that a retry does not lose them.
 func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Role, attempt int, err error, dur time.Duration,
 	pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
-	if errors.Is(context.Cause(ctx), ErrClaimLost) {
+	if errors.Is(err, ErrClaimLost) || errors.Is(context.Cause(ctx), ErrClaimLost) {
 		return Outcome{Action: Abandon, Err: err}
 	}
 	if ctx.Err() != nil {

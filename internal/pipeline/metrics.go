@@ -18,6 +18,6 @@ type Metrics interface {
 type nopMetrics struct{}
 
 func (nopMetrics) RoleDone(subjects.Role, string, bool, time.Duration, error) {}
-func (nopMetrics) TaskDone(subjects.EventType)                                 {}
-func (nopMetrics) CachePutFailed()                                             {}
-func (nopMetrics) AuditPublished(time.Duration)                                {}
+func (nopMetrics) TaskDone(subjects.EventType)                                {}
+func (nopMetrics) CachePutFailed()                                            {}
+func (nopMetrics) AuditPublished(time.Duration)                               {}

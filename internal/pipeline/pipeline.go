@@ -41,6 +41,10 @@ type Delivery struct {
 	Header       nats.Header
 	StreamSeq    uint64
 	NumDelivered uint64
+	// Stale, when set, reports that the claim went a whole ack wait
+	// without a heartbeat: the server may have handed the message on, so
+	// no new role is started.
+	Stale func() bool
 }
 
 // Action is what the consumer does with the message after Handle.

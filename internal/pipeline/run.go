@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
@@ -52,15 +54,10 @@ func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		return p.roleFailed(ctx, t, subjects.RolePlanner, 1, err, rr.dur, nil, nil), true
 	}
 	t.plan = rr.res.Output
-	var items []subjects.OutboxItem
-	if t.rev == 0 {
-		items = append(items, p.acceptedEvent(t))
-	}
-	items = append(items, p.roleEvent(t, rr))
 	err = p.commit(ctx, t, func(s *subjects.TaskState) {
 		s.Stage = string(subjects.RoleImplementer)
 		s.Outputs[subjects.RolePlanner] = rr.key
-	}, items...)
+	}, p.roleEvent(t, rr))
 	if errors.Is(err, errCreateConflict) {
 		return p.reclaim(ctx, t)
 	}
@@ -159,6 +156,9 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (ro
 		}
 		p.d.Log.Warn("cached result refers to a missing blob; running the role", "key", key, "err", err)
 	}
+	if t.d.Stale != nil && t.d.Stale() {
+		return rr, fmt.Errorf("%s: not started: %w", req.Role, ErrClaimLost)
+	}
 	start := time.Now()
 	res, err := p.runners[i].Run(ctx, req)
 	rr.dur = time.Since(start)
@@ -173,10 +173,37 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (ro
 	rr.stored = p.shrink(ctx, res.Output)
 	stored := res
 	stored.Output = rr.stored
-	if p.d.Cache.Put(ctx, key, stored) != nil {
+	// The put does not hold up the next role; the next commit waits for it,
+	// so a result is in the cache before the state says the role is done.
+	if f, err := p.d.Cache.PutAsync(p.d.JS, key, stored); err != nil {
+		p.d.Log.Warn("cache put failed", "key", key, "err", err)
 		p.d.Metrics.CachePutFailed()
+	} else {
+		t.puts = append(t.puts, pendingPut{key: key, f: f})
 	}
 	return rr, nil
+}
+
+// pendingPut is a cache write in flight.
+type pendingPut struct {
+	key string
+	f   jetstream.PubAckFuture
+}
+
+// settlePuts waits for the task's cache writes in flight. A failed write
+// only costs a future miss: it is counted and logged, never fatal.
+func (p *Pipeline) settlePuts(ctx context.Context, t *taskRun) {
+	for _, pp := range t.puts {
+		select {
+		case <-pp.f.Ok():
+		case err := <-pp.f.Err():
+			p.d.Log.Warn("cache put failed", "key", pp.key, "err", err)
+			p.d.Metrics.CachePutFailed()
+		case <-ctx.Done():
+			return
+		}
+	}
+	t.puts = t.puts[:0]
 }
 
 // output returns a finished role's full output: from memory, else the
@@ -216,7 +243,7 @@ func (p *Pipeline) reclaim(ctx context.Context, t *taskRun) (Outcome, bool) {
 	if !ok {
 		return out, true
 	}
-	nt.plan = t.plan
+	nt.plan, nt.puts = t.plan, t.puts
 	*t = *nt
 	return Outcome{}, false
 }
