@@ -65,6 +65,7 @@ events until interrupted.`,
 	fl.BoolVarP(&f.follow, "follow", "f", false, "keep printing new events until interrupted (Ctrl-C)")
 	fl.BoolVar(&f.json, "json", false, "print each event as one line of JSON (JSONL)")
 	fl.BoolVar(&f.summary, "summary", false, "print a per-task summary of the workflow (needs --workflow)")
+	cmd.AddCommand(newAuditVerifyCmd(g))
 	return cmd
 }
 

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/subjects"
+)
+
+func TestWriteVerifyReport(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	rep := audit.VerifyReport{Events: 1_000_000, Tasks: 200_000, Completed: 199_000, Failed: 500, Open: 500,
+		OpenTasks: []string{"w/T1", "w/T2"}, Rejected: 12, SeqChecked: true, DLQChecked: true, DLQEntries: 512,
+		Duration: 4100 * time.Millisecond, EventsPerSec: 243_902, Violations: []audit.Violation{}}
+	require.NoError(t, writeVerifyReport(&buf, rep))
+	out := buf.String()
+	require.Contains(t, out, "verified 1,000,000 events of 200,000 tasks in 4.1s (244k events/s): OK\n")
+	require.Contains(t, out, "tasks: 199,000 completed, 500 failed, 0 cancelled, 500 open; 12 rejected requests; 0 workflow events\n")
+	require.Contains(t, out, "open (no terminal event yet): w/T1 w/T2 and 498 more\n")
+	require.Contains(t, out, "DLQ: 512 entries cross-checked\n")
+	require.NotContains(t, out, "violation")
+
+	v := audit.Violation{Seq: 7, EventID: "w/T1/1/judge/judge_verdict", Rule: audit.RuleOrder, Detail: "judge_verdict of round 1 before the implementer_change of round 1"}
+	rep = audit.VerifyReport{Workflow: "w", Events: 9, Tasks: 1, Duration: 35 * time.Millisecond, EventsPerSec: 257,
+		ViolationCount: 3, Violations: []audit.Violation{v, v}, First: &v}
+	buf.Reset()
+	require.NoError(t, writeVerifyReport(&buf, rep))
+	out = buf.String()
+	require.Contains(t, out, "verified 9 events of 1 tasks of workflow w in 35ms (257 events/s): 3 violations\n")
+	require.Contains(t, out, "sequence gaps: not checked")
+	require.Contains(t, out, "DLQ: not checked\n")
+	require.Contains(t, out, "first violation: seq 7 w/T1/1/judge/judge_verdict: order: judge_verdict of round 1 before")
+	require.Contains(t, out, "  ... and 1 more\n")
+
+	require.Equal(t, "999", vfDigits(999))
+	require.Equal(t, "1,234,567", vfDigits(1234567))
+	require.Equal(t, "1.2M", vfRate(1_234_567))
+}
+
+// TestAuditVerifyCmd runs the command against an embedded server: a clean
+// stream exits 0, a broken one exits 1 and names the violation.
+func TestAuditVerifyCmd(t *testing.T) {
+	t.Parallel()
+	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	names := subjects.MustNames(subjects.DefaultPrefix)
+	ctx := context.Background()
+	_, err = broker.Provision(ctx, js, broker.Settings{Names: names}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		g := &globals{natsURL: srv.ClientURL(), names: names, stdout: &out, stderr: io.Discard}
+		cmd := newAuditVerifyCmd(g)
+		cmd.SetArgs(args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.ExecuteContext(ctx)
+		return out.String(), err
+	}
+	out, err := run()
+	require.NoError(t, err)
+	require.Contains(t, out, "verified 0 events of 0 tasks in ")
+	require.Contains(t, out, "): OK\n")
+
+	ev := subjects.AuditEvent{EventID: subjects.EventID("w", "T1", 1, "planner", subjects.EventPlannerDecision, 0),
+		EventType: subjects.EventPlannerDecision, WorkflowID: "w", TaskID: "T1", Actor: "planner", Attempt: 1}
+	oe, err := subjects.EncodeEvent(&ev)
+	require.NoError(t, err)
+	_, err = js.PublishMsg(ctx, audit.NewPublisher(js, names).Msg(oe, ""))
+	require.NoError(t, err)
+
+	out, err = run("--workflow", "w")
+	require.Equal(t, exitCode(1), err)
+	require.Contains(t, out, "1 violation\n")
+	require.Contains(t, out, "first violation: seq 1 w/T1/1/planner/planner_decision: order: planner_decision is the task's first event")
+
+	out, err = run("--json")
+	require.Equal(t, exitCode(1), err)
+	var rep audit.VerifyReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, 1, rep.ViolationCount)
+	require.Equal(t, audit.RuleOrder, rep.First.Rule)
+	require.True(t, rep.DLQChecked)
+
+	_, err = run("--workflow", "a b")
+	require.ErrorContains(t, err, `--workflow "a b"`)
+}
