@@ -48,6 +48,7 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 		Header:       msg.Headers(),
 		StreamSeq:    md.Sequence.Stream,
 		NumDelivered: md.NumDelivered,
+		Timestamp:    md.Timestamp,
 		Stale:        hb.stale,
 	})
 	if stale := hb.stop(); stale && out.Action == pipeline.Nak {

@@ -47,28 +47,59 @@ func (s *Store) Shrink(ctx context.Context, raw json.RawMessage) (json.RawMessag
 	if len(raw) <= Limit {
 		return raw, nil
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+	spans, ok := members(raw)
+	if !ok {
 		return s.put(ctx, raw)
 	}
-	for k, v := range fields {
-		if len(v) <= Limit {
+	var out bytes.Buffer
+	last := 0
+	for _, sp := range spans {
+		if sp.end-sp.start <= Limit {
 			continue
 		}
-		ref, err := s.put(ctx, v)
+		ref, err := s.put(ctx, raw[sp.start:sp.end])
 		if err != nil {
 			return nil, err
 		}
-		fields[k] = ref
+		out.Write(raw[last:sp.start])
+		out.Write(ref)
+		last = sp.end
 	}
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return nil, fmt.Errorf("blobs: encode: %w", err)
-	}
-	if len(out) > 4*Limit { // many mid-sized fields: store the whole value
+	out.Write(raw[last:])
+	if out.Len() > 4*Limit { // many mid-sized fields: store the whole value
 		return s.put(ctx, raw)
 	}
-	return out, nil
+	return out.Bytes(), nil
+}
+
+// span is where one top-level member value of a JSON object lies.
+type span struct{ start, end int }
+
+// members returns the spans of the member values of raw, in order, or false
+// when raw is not one JSON object. Replacing values at their spans keeps
+// every other byte (key order, duplicate keys, white space, escapes) as it
+// was, so Expand gives back exactly what Shrink was given.
+func members(raw []byte) ([]span, bool) {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var out []span
+	for dec.More() {
+		if _, err := dec.Token(); err != nil { // the key
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		end := int(dec.InputOffset())
+		out = append(out, span{end - len(v), end})
+	}
+	return out, true
 }
 
 func (s *Store) put(ctx context.Context, v []byte) (json.RawMessage, error) {
@@ -97,20 +128,25 @@ func (s *Store) Expand(ctx context.Context, raw json.RawMessage) (json.RawMessag
 	if v, ok, err := s.resolve(ctx, raw); ok || err != nil {
 		return v, err
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
+	spans, ok := members(raw)
+	if !ok {
 		return raw, nil
 	}
-	for k, f := range fields {
-		v, ok, err := s.resolve(ctx, f)
+	var out bytes.Buffer
+	last := 0
+	for _, sp := range spans {
+		v, ok, err := s.resolve(ctx, raw[sp.start:sp.end])
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			fields[k] = v
+			out.Write(raw[last:sp.start])
+			out.Write(v)
+			last = sp.end
 		}
 	}
-	return json.Marshal(fields)
+	out.Write(raw[last:])
+	return out.Bytes(), nil
 }
 
 func (s *Store) resolve(ctx context.Context, raw json.RawMessage) (json.RawMessage, bool, error) {

@@ -42,7 +42,7 @@ func New(kv jetstream.KeyValue, log *slog.Logger) *Cache {
 // identity: "<role>.<sha256 hex>" over a canonical encoding of everything
 // that determines the role's output (the role, the runner's identity, the
 // task's ID, scope, verification, type and metadata, the round, the plan,
-// the change and the judge's feedback) and nothing that does not (no
+// the change, the judge's feedback and the lessons the runner reads) and nothing that does not (no
 // workflow ID, no timestamps, no try number, no max_attempts).
 //
 // The encoding is a version tag and then each field as its length (8 bytes,
@@ -80,6 +80,14 @@ func Key(identity string, req runner.Request) string {
 	field(compact(req.Plan))
 	field(compact(req.Change))
 	str(req.Feedback)
+	if len(req.Lessons) > 0 { // absent lessons leave the key as before
+		str("lessons")
+		binary.BigEndian.PutUint64(n[:], uint64(len(req.Lessons)))
+		h.Write(n[:])
+		for _, l := range req.Lessons {
+			str(l)
+		}
+	}
 	var sum [sha256.Size]byte
 	return subjects.CacheKey(req.Role, hex.EncodeToString(h.Sum(sum[:0])))
 }

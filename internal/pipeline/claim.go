@@ -54,7 +54,22 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 			return nil, p.nakOutcome(d, err), false
 		}
 		if cur.StreamSeq != d.StreamSeq {
-			return nil, p.rejectDuplicate(ctx, d, req, cur), false
+			if cur.State != subjects.StatePaused {
+				return nil, p.rejectDuplicate(ctx, d, req, cur), false
+			}
+			// A parked task published again by resume: this request owns
+			// it now and continues from the stage where it stopped.
+			t := p.newRun(d, req)
+			t.st, t.rev = cur.TaskState, cur.Revision
+			switch _, err := p.casState(ctx, t, func(s *subjects.TaskState) {
+				s.State, s.Request, s.Queue, s.StreamSeq = subjects.StateRunning, nil, d.Queue, d.StreamSeq
+			}, nil); {
+			case errors.Is(err, state.ErrConflict):
+				continue
+			case err != nil:
+				return nil, p.nakOutcome(d, err), false
+			}
+			return t, Outcome{}, true
 		}
 		if cur.Delivery > d.NumDelivered {
 			return nil, Outcome{Action: Abandon, Err: errors.New("a later delivery owns the task")}, false

@@ -78,6 +78,16 @@ func (p *Pipeline) fail(ctx context.Context, t *taskRun, attempt int, reason sub
 		return p.errOutcome(t, err)
 	}
 	p.d.Metrics.TaskDone(subjects.EventTaskFailed)
+	p.learn(ctx, t, failedRole(t), attempt, string(reason), text, "", subjects.EventTaskFailed)
 	p.d.Log.Warn("task failed", "workflow", t.req.Workflow, "task", t.req.ID, "reason", reason, "err", text)
 	return Outcome{Action: Term, Terminal: subjects.EventTaskFailed, Reason: reason}
+}
+
+// failedRole is the role a failed task was at: its stage, or the judge when
+// it failed after its last verdict.
+func failedRole(t *taskRun) subjects.Role {
+	if r := subjects.Role(t.st.Stage); r.Valid() {
+		return r
+	}
+	return subjects.RoleJudge
 }

@@ -41,6 +41,8 @@ type Delivery struct {
 	Header       nats.Header
 	StreamSeq    uint64
 	NumDelivered uint64
+	// Timestamp is when the server stored the request.
+	Timestamp time.Time
 	// Stale, when set, reports that the claim went a whole ack wait
 	// without a heartbeat: the server may have handed the message on, so
 	// no new role is started.
@@ -91,6 +93,11 @@ type Deps struct {
 	Runners runner.Set
 	Log     *slog.Logger
 	Metrics Metrics
+	// Workflows gates every role on its workflow's state (nil: all run).
+	Workflows Workflows
+	// Lessons records rejections and failures and feeds the planner
+	// (nil: no lessons).
+	Lessons Lessons
 }
 
 // Config holds the pipeline's settings. Zero fields take their defaults.

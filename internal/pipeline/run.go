@@ -33,6 +33,9 @@ func (p *Pipeline) run(ctx context.Context, t *taskRun) Outcome {
 			fmt.Sprintf("delivery %d exceeds the limit of %d: the worker running the last allowed delivery stopped", t.d.NumDelivered, p.cfg.MaxDeliver), nil, nil)
 	}
 	for {
+		if out, stop := p.gate(ctx, t, nil, nil); stop {
+			return out
+		}
 		switch subjects.Role(t.st.Stage) {
 		case subjects.RolePlanner:
 			if out, done := p.planStage(ctx, t); done {
@@ -49,7 +52,7 @@ func (p *Pipeline) run(ctx context.Context, t *taskRun) Outcome {
 }
 
 func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (Outcome, bool) {
-	rr, err := p.role(ctx, t, runner.Request{Role: subjects.RolePlanner, Task: t.req, Attempt: 1})
+	rr, err := p.role(ctx, t, runner.Request{Role: subjects.RolePlanner, Task: t.req, Attempt: 1, Lessons: p.plannerLessons(ctx, t)})
 	if err != nil {
 		return p.roleFailed(ctx, t, subjects.RolePlanner, 1, err, rr.dur, nil, nil), true
 	}
@@ -97,6 +100,9 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		s.Stage = string(subjects.RoleJudge)
 		s.Outputs[subjects.RoleImplementer] = implKey
 	}
+	if out, stop := p.gate(ctx, t, pending, keepChange); stop {
+		return out, true
+	}
 	rr, err := p.role(ctx, t, runner.Request{Role: subjects.RoleJudge, Task: t.req, Attempt: round, Plan: plan, Change: change})
 	if err == nil && rr.res.Action != subjects.VerdictApprove && rr.res.Action != subjects.VerdictReject {
 		err = fmt.Errorf("judge: verdict %q is neither %q nor %q", rr.res.Action, subjects.VerdictApprove, subjects.VerdictReject)
@@ -123,6 +129,7 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		p.d.Metrics.TaskDone(subjects.EventTaskCompleted)
 		return Outcome{Action: Ack, Terminal: subjects.EventTaskCompleted}, true
 	case round >= t.req.MaxAttempts:
+		p.learn(ctx, t, subjects.RoleJudge, round, "rejected", fmt.Sprintf("the judge rejected attempt %d, the last allowed", round), rr.res.Reasoning, subjects.EventJudgeVerdict)
 		return p.fail(ctx, t, round, subjects.ReasonMaxAttempts,
 			fmt.Sprintf("judge rejected all %d attempts; last feedback: %s", round, rr.res.Reasoning), items, setOutputs), true
 	default:
@@ -133,6 +140,7 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		if err != nil {
 			return p.errOutcome(t, err), true
 		}
+		p.learn(ctx, t, subjects.RoleJudge, round, "rejected", fmt.Sprintf("the judge rejected attempt %d", round), rr.res.Reasoning, subjects.EventJudgeVerdict)
 		return Outcome{}, false
 	}
 }

@@ -37,6 +37,9 @@ type Request struct {
 	Change json.RawMessage `json:"change,omitempty"`
 	// Feedback is the judge's feedback on the previous round (implementer).
 	Feedback string `json:"feedback,omitempty"`
+	// Lessons are the most recent lessons for the task's type (planner),
+	// given only to runners that use them (see LessonReader).
+	Lessons []string `json:"lessons,omitempty"`
 	// Try is which try of this role this is for the task, from 1. It is not
 	// part of the cache key.
 	Try int `json:"-"`
@@ -64,6 +67,13 @@ type Runner interface {
 	Identity() string
 	// Run executes the role. It must return promptly when ctx is done.
 	Run(ctx context.Context, req Request) (Result, error)
+}
+
+// LessonReader is implemented by runners whose output depends on lessons
+// (a prompt template that shows them). Only those get Request.Lessons, so
+// lessons enter the cache key exactly when they can change the output.
+type LessonReader interface {
+	UsesLessons() bool
 }
 
 // Func adapts a function to a Runner with the given identity.

@@ -24,6 +24,7 @@ import (
 	"github.com/droverhq/drover/internal/pool"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/internal/workflow"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -40,6 +41,7 @@ type Config struct {
 	Watchdog    time.Duration           // stalled-queue check interval, default 30s
 	Pipeline    pipeline.Config         // role timeout 30m, retry 1s..1m
 	Runners     runner.Set              // default: the sim runner for every role
+	Lessons     pipeline.Lessons        // records and recalls lessons (nil: none)
 	Log         *slog.Logger
 	Metrics     pipeline.Metrics
 }
@@ -127,6 +129,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.res = res
+	gateCtx, stopGate := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopGate()
+	gate, gateDone, err := workflow.StartGate(gateCtx, res.State, w.cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer func() { stopGate(); <-gateDone }()
 	p := pipeline.New(pipeline.Deps{
 		Names:     w.cfg.Names,
 		JS:        w.js,
@@ -138,7 +147,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		Runners:   w.cfg.Runners,
 		Log:       w.cfg.Log,
 		Metrics:   w.cfg.Metrics,
+		Workflows: gate,
+		Lessons:   w.cfg.Lessons,
 	}, w.cfg.Pipeline)
+	stopCtl, err := workflow.NewController(w.nc, w.js, w.cfg.Names, res.State, res.Audit, p, w.cfg.Log).Start(gateCtx)
+	if err != nil {
+		return err
+	}
+	defer stopCtl()
 	for _, q := range w.cfg.Queues {
 		ensure := func(ctx context.Context) (jetstream.Consumer, error) {
 			return broker.EnsureConsumer(ctx, w.js, w.cfg.Names, q, w.cfg.Consumer, w.cfg.Log)

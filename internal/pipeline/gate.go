@@ -1,0 +1,116 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/droverhq/drover/subjects"
+)
+
+// Workflows tells a workflow's state; workers keep it current from a KV
+// watch, so the gate costs no round trip. A workflow with no state runs.
+type Workflows interface {
+	Workflow(id string) (subjects.WorkflowState, bool)
+}
+
+// gate is checked before every role: a paused workflow parks the task (its
+// progress and request kept in its state, its message acked), a cancelled
+// one ends it with task_cancelled. pending and keep carry a round's finished
+// implementer result, so parking between two roles loses nothing.
+func (p *Pipeline) gate(ctx context.Context, t *taskRun, pending []subjects.OutboxItem, keep func(*subjects.TaskState)) (Outcome, bool) {
+	if p.d.Workflows == nil {
+		return Outcome{}, false
+	}
+	ws, ok := p.d.Workflows.Workflow(t.req.Workflow)
+	if !ok {
+		return Outcome{}, false
+	}
+	switch ws.State {
+	case subjects.StatePaused:
+		return p.park(ctx, t, pending, keep), true
+	case subjects.StateCancelled:
+		if t.rev == 0 && t.d.Timestamp.After(ws.UpdatedAt) {
+			// Submitted after the cancel: a rejection, not a cancellation.
+			return p.reject(ctx, t.d, &subjects.RejectError{Reason: subjects.ReasonWorkflowCancelled,
+				Workflow: t.req.Workflow, Task: t.req.ID, Msg: "workflow " + t.req.Workflow + " is cancelled: " + ws.Reason}), true
+		}
+		return p.cancel(ctx, t, ws.Reason, pending, keep), true
+	}
+	return Outcome{}, false
+}
+
+// park stops the task where it stands: state paused with its request, so
+// resume can publish it again and continue from the exact role.
+func (p *Pipeline) park(ctx context.Context, t *taskRun, pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+	err := p.commit(ctx, t, func(s *subjects.TaskState) {
+		if keep != nil {
+			keep(s)
+		}
+		s.State, s.Request = subjects.StatePaused, json.RawMessage(t.d.Body)
+	}, pending...)
+	if errors.Is(err, errCreateConflict) {
+		if out, done := p.reclaim(ctx, t); done {
+			return out
+		}
+		return p.park(ctx, t, pending, keep)
+	}
+	if err != nil {
+		return p.errOutcome(t, err)
+	}
+	p.d.Log.Info("task parked: its workflow is paused", "workflow", t.req.Workflow, "task", t.req.ID, "stage", t.st.Stage)
+	p.settleParked(ctx, t)
+	return Outcome{Action: Ack}
+}
+
+// cancel ends the task with task_cancelled.
+func (p *Pipeline) cancel(ctx context.Context, t *taskRun, reason string, pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+	ev := p.event(t, subjects.EventTaskCancelled, subjects.ActorSystem, t.st.Attempt, 0)
+	ev.Action = "cancelled"
+	ev.Reasoning = reason
+	ev.DurationMS = p.cfg.Now().Sub(t.st.StartedAt).Milliseconds()
+	err := p.commit(ctx, t, func(s *subjects.TaskState) {
+		if keep != nil {
+			keep(s)
+		}
+		s.State, s.Stage, s.Request = subjects.StateCancelled, subjects.StageDone, nil
+	}, append(pending, item(ev))...)
+	if errors.Is(err, errCreateConflict) {
+		if out, done := p.reclaim(ctx, t); done {
+			return out
+		}
+		return p.cancel(ctx, t, reason, pending, keep)
+	}
+	if err != nil {
+		return p.errOutcome(t, err)
+	}
+	p.d.Metrics.TaskDone(subjects.EventTaskCancelled)
+	return Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}
+}
+
+// CancelParked ends a parked task of a cancelled workflow: it has no message
+// to carry it, so the controller does it. A task that is not parked (or
+// already ended) is left to its owner and reported as not cancelled.
+func (p *Pipeline) CancelParked(ctx context.Context, workflow, task, reason string) (bool, error) {
+	cur, err := p.d.State.GetTask(ctx, workflow, task)
+	if err != nil {
+		return false, err
+	}
+	if cur.State != subjects.StatePaused {
+		return false, nil
+	}
+	var req subjects.TaskRequest
+	if err := json.Unmarshal(cur.Request, &req); err != nil {
+		req = subjects.TaskRequest{Workflow: workflow, ID: task}
+	}
+	req.Workflow, req.ID = workflow, task
+	t := &taskRun{
+		d:   Delivery{Queue: cur.Queue, StreamSeq: cur.StreamSeq, NumDelivered: cur.Delivery, Body: cur.Request},
+		req: req, st: cur.TaskState, rev: cur.Revision,
+	}
+	out := p.cancel(ctx, t, reason, nil, nil)
+	if out.Action != Term {
+		return false, out.Err
+	}
+	return true, nil
+}

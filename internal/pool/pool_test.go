@@ -1,0 +1,185 @@
+package pool_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/droverhq/drover/internal/pool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// deadline bounds every wait of a test.
+func deadline(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func recv(t *testing.T, ctx context.Context, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-ctx.Done():
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func TestNeverMoreThanSizeRunning(t *testing.T) {
+	t.Parallel()
+	ctx := deadline(t)
+	const size, tasks = 3, 20
+	p := pool.New(size)
+
+	var running, maxRunning atomic.Int64
+	started := make(chan struct{}, tasks)
+	release := make(chan struct{})
+	fn := func() {
+		n := running.Add(1)
+		for {
+			m := maxRunning.Load()
+			if n <= m || maxRunning.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		started <- struct{}{}
+		<-release
+		running.Add(-1)
+	}
+	fed := make(chan error, 1)
+	go func() {
+		for range tasks {
+			if err := p.Acquire(ctx); err != nil {
+				fed <- err
+				return
+			}
+			p.Go(fn)
+		}
+		fed <- nil
+	}()
+
+	for range size {
+		recv(t, ctx, started, "a function to start")
+	}
+	// The pool is full: nothing else can take a slot until one returns.
+	require.Equal(t, 0, p.Free())
+	require.False(t, p.TryAcquire())
+	require.EqualValues(t, size, p.Stats().InFlight)
+
+	// Release one at a time; each release lets exactly one more start.
+	for i := range tasks {
+		release <- struct{}{}
+		if i+size < tasks {
+			recv(t, ctx, started, "the next function to start")
+		}
+	}
+	require.NoError(t, <-fed)
+	require.True(t, p.Wait(ctx))
+	require.EqualValues(t, size, maxRunning.Load())
+	require.Zero(t, running.Load())
+	require.Equal(t, size, p.Free())
+}
+
+func TestSlotArithmetic(t *testing.T) {
+	t.Parallel()
+	p := pool.New(2)
+	require.Equal(t, 2, p.Size())
+	require.Equal(t, 2, p.Free())
+
+	require.True(t, p.TryAcquire())
+	require.Equal(t, 1, p.Free())
+	require.True(t, p.TryAcquire())
+	require.Equal(t, 0, p.Free())
+	require.False(t, p.TryAcquire())
+
+	p.Release()
+	require.Equal(t, 1, p.Free())
+	require.True(t, p.TryAcquire())
+	p.Release()
+	p.Release()
+	require.Equal(t, 2, p.Free())
+	require.Zero(t, p.Stats().Started, "slots taken and given back run nothing")
+
+	require.Equal(t, 1, pool.New(0).Size(), "a size below 1 is 1")
+	require.Equal(t, 1, pool.New(-5).Size())
+}
+
+func TestAcquireFullCancelled(t *testing.T) {
+	t.Parallel()
+	p := pool.New(1)
+	require.NoError(t, p.Acquire(deadline(t)))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, p.Acquire(ctx), context.Canceled)
+
+	tctx, tcancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer tcancel()
+	require.ErrorIs(t, p.Acquire(tctx), context.DeadlineExceeded)
+	require.Equal(t, 0, p.Free(), "a failed Acquire takes no slot")
+
+	p.Release()
+	require.NoError(t, p.Acquire(deadline(t)))
+}
+
+func TestWait(t *testing.T) {
+	t.Parallel()
+	p := pool.New(2)
+	require.True(t, p.Wait(deadline(t)), "an idle pool has nothing to wait for")
+
+	started := make(chan struct{})
+	release := make(chan struct{})
+	require.True(t, p.TryAcquire())
+	p.Go(func() {
+		close(started)
+		<-release
+	})
+	recv(t, deadline(t), started, "the function to start")
+
+	short, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	require.False(t, p.Wait(short), "Wait gives up when ctx ends while a function runs")
+
+	close(release)
+	require.True(t, p.Wait(deadline(t)))
+	require.Equal(t, 2, p.Free())
+}
+
+func TestStats(t *testing.T) {
+	t.Parallel()
+	ctx := deadline(t)
+	p := pool.New(4)
+	require.Equal(t, pool.Stats{Size: 4}, p.Stats())
+
+	started := make(chan struct{}, 3)
+	release := make(chan struct{})
+	for range 3 {
+		require.True(t, p.TryAcquire())
+		p.Go(func() {
+			started <- struct{}{}
+			<-release
+		})
+	}
+	for range 3 {
+		recv(t, ctx, started, "a function to start")
+	}
+	st := p.Stats()
+	require.Equal(t, 4, st.Size)
+	require.EqualValues(t, 3, st.InFlight)
+	require.EqualValues(t, 3, st.Started)
+	require.Zero(t, st.Finished)
+
+	close(release)
+	require.True(t, p.Wait(ctx))
+	st = p.Stats()
+	require.EqualValues(t, 0, st.InFlight)
+	require.EqualValues(t, 3, st.Started)
+	require.EqualValues(t, 3, st.Finished)
+	require.Positive(t, st.Busy)
+}

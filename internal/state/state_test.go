@@ -1,0 +1,181 @@
+package state_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/subjects"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type testBundle struct {
+	ctx   context.Context
+	kv    jetstream.KeyValue
+	store *state.Store
+}
+
+// setup starts an embedded server with the contract's buckets.
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	res, err := broker.Provision(ctx, js, broker.Settings{Names: subjects.MustNames("drover")}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	return &testBundle{ctx: ctx, kv: res.State, store: state.New(res.State)}
+}
+
+func taskState(wf, task string) subjects.TaskState {
+	return subjects.TaskState{
+		Workflow: wf, Task: task, State: subjects.StateRunning, Stage: string(subjects.RolePlanner),
+		Attempt: 1, UpdatedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Worker: "w1",
+	}
+}
+
+func TestGetTaskMissing(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	_, err := tb.store.GetTask(tb.ctx, "wf", "nope")
+	require.ErrorIs(t, err, state.ErrNotFound)
+}
+
+func TestCreateTaskTwiceConflicts(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	st := taskState("wf", "T1")
+	created, err := tb.store.CreateTask(tb.ctx, st)
+	require.NoError(t, err)
+	require.Positive(t, created.Revision)
+
+	got, err := tb.store.GetTask(tb.ctx, "wf", "T1")
+	require.NoError(t, err)
+	require.Equal(t, created, got)
+
+	other := st
+	other.Worker = "w2"
+	_, err = tb.store.CreateTask(tb.ctx, other)
+	require.ErrorIs(t, err, state.ErrConflict)
+
+	got, err = tb.store.GetTask(tb.ctx, "wf", "T1")
+	require.NoError(t, err)
+	require.Equal(t, "w1", got.Worker, "the losing create wrote nothing")
+}
+
+func TestUpdateTaskRevision(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	st := taskState("wf", "T1")
+	created, err := tb.store.CreateTask(tb.ctx, st)
+	require.NoError(t, err)
+
+	st.Stage = string(subjects.RoleImplementer)
+	st.Outputs = map[subjects.Role]string{subjects.RolePlanner: "planner.abc"}
+	next, err := tb.store.UpdateTask(tb.ctx, st, created.Revision)
+	require.NoError(t, err)
+	require.Greater(t, next.Revision, created.Revision)
+
+	// A writer still holding the first revision has lost its claim.
+	stale := st
+	stale.Worker = "w2"
+	_, err = tb.store.UpdateTask(tb.ctx, stale, created.Revision)
+	require.ErrorIs(t, err, state.ErrConflict)
+
+	got, err := tb.store.GetTask(tb.ctx, "wf", "T1")
+	require.NoError(t, err)
+	require.Equal(t, next.Revision, got.Revision)
+	require.Equal(t, "w1", got.Worker)
+	require.Equal(t, string(subjects.RoleImplementer), got.Stage)
+	require.Equal(t, "planner.abc", got.Outputs[subjects.RolePlanner])
+
+	last, err := tb.store.UpdateTask(tb.ctx, st, got.Revision)
+	require.NoError(t, err)
+	require.Greater(t, last.Revision, got.Revision)
+}
+
+func TestUpdateTaskMissingConflicts(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	_, err := tb.store.UpdateTask(tb.ctx, taskState("wf", "never"), 1)
+	require.ErrorIs(t, err, state.ErrConflict)
+}
+
+func TestGetWorkflow(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	_, err := tb.store.GetWorkflow(tb.ctx, "wf")
+	require.ErrorIs(t, err, state.ErrNotFound)
+
+	ws := subjects.WorkflowState{State: subjects.StatePaused, Reason: "lunch", UpdatedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	b, err := json.Marshal(ws)
+	require.NoError(t, err)
+	rev, err := tb.kv.Put(tb.ctx, subjects.WorkflowKey("wf"), b)
+	require.NoError(t, err)
+
+	got, err := tb.store.GetWorkflow(tb.ctx, "wf")
+	require.NoError(t, err)
+	require.Equal(t, state.Workflow{WorkflowState: ws, Revision: rev}, got)
+
+	// The workflow key is no task's key.
+	_, err = tb.store.GetTask(tb.ctx, "wf", "T1")
+	require.ErrorIs(t, err, state.ErrNotFound)
+}
+
+func TestEscapedIDsRoundTrip(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	cases := []struct{ wf, task string }{
+		{"board.T1", "T1.1"},
+		{"a/b", "c/d.e"},
+		{"wf*>", "täsk-1"},
+		{"a.b", "c"}, // must not collide with ("a", "b.c")
+		{"a", "b.c"},
+	}
+	for _, c := range cases {
+		st := taskState(c.wf, c.task)
+		created, err := tb.store.CreateTask(tb.ctx, st)
+		require.NoError(t, err, "%q/%q", c.wf, c.task)
+
+		got, err := tb.store.GetTask(tb.ctx, c.wf, c.task)
+		require.NoError(t, err, "%q/%q", c.wf, c.task)
+		require.Equal(t, created.Revision, got.Revision)
+		require.Equal(t, c.wf, got.Workflow)
+		require.Equal(t, c.task, got.Task)
+
+		up, err := tb.store.UpdateTask(tb.ctx, st, got.Revision)
+		require.NoError(t, err)
+		require.Greater(t, up.Revision, got.Revision)
+	}
+
+	keys, err := tb.kv.Keys(tb.ctx)
+	require.NoError(t, err)
+	require.Len(t, keys, len(cases), "each task has its own key")
+	for _, k := range keys {
+		require.NotContains(t, k, "/")
+		require.NotContains(t, k, "*")
+		require.NotContains(t, k, ">")
+	}
+	require.Contains(t, keys, "board=2ET1.T1=2E1")
+
+	// Workflow keys escape too.
+	_, err = tb.store.GetWorkflow(tb.ctx, "board.T1")
+	require.ErrorIs(t, err, state.ErrNotFound)
+}

@@ -1,0 +1,148 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/subjects"
+)
+
+// The control actions.
+const (
+	ActionPause  = "pause"
+	ActionResume = "resume"
+	ActionCancel = "cancel"
+)
+
+// Reply is the answer to a control request, as the contract gives it.
+type Reply struct {
+	Workflow string `json:"workflow,omitempty"`
+	State    string `json:"state,omitempty"`
+	Revision uint64 `json:"revision,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Controller answers control requests; every worker runs one in the queue
+// group "drover-ctl", so exactly one of them handles each request.
+type Controller struct {
+	nc    *nats.Conn
+	names subjects.Names
+	kv    jetstream.KeyValue
+	store *state.Store
+	audit jetstream.Stream
+	pub   *audit.Publisher
+	pipe  *pipeline.Pipeline
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// NewController returns a controller. pipe cancels parked tasks and
+// publishes them again on resume.
+func NewController(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, kv jetstream.KeyValue, auditStream jetstream.Stream, pipe *pipeline.Pipeline, log *slog.Logger) *Controller {
+	return &Controller{nc: nc, names: names, kv: kv, store: state.New(kv), audit: auditStream,
+		pub: audit.NewPublisher(js, names), pipe: pipe, log: log, now: time.Now}
+}
+
+// Start subscribes to the control subjects; the returned stop drains the
+// subscription, letting a request being handled finish.
+func (c *Controller) Start(ctx context.Context) (stop func(), err error) {
+	sub, err := c.nc.QueueSubscribe(c.names.CtlWildcard(), "drover-ctl", func(m *nats.Msg) {
+		reply := c.handle(ctx, m)
+		b, _ := json.Marshal(reply)
+		if err := m.Respond(b); err != nil && m.Reply != "" {
+			c.log.Warn("control: could not reply", "subject", m.Subject, "err", err)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("control: subscribe %s: %w", c.names.CtlWildcard(), err)
+	}
+	return func() { _ = sub.Drain() }, nil
+}
+
+func (c *Controller) handle(ctx context.Context, m *nats.Msg) Reply {
+	parts := strings.Split(m.Subject, ".")
+	if len(parts) != 5 {
+		return Reply{Error: fmt.Sprintf("control subject %q is not <prefix>.ctl.workflow.<workflow>.<action>", m.Subject)}
+	}
+	wf, err := subjects.ParseToken(parts[3])
+	if err == nil {
+		err = subjects.ValidateID(wf)
+	}
+	if err != nil {
+		return Reply{Error: fmt.Sprintf("workflow token %q: %v", parts[3], err)}
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if len(strings.TrimSpace(string(m.Data))) > 0 {
+		if err := json.Unmarshal(m.Data, &body); err != nil {
+			return Reply{Workflow: wf, Error: fmt.Sprintf(`body must be {"reason": "..."}: %v`, err)}
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	r, err := c.Apply(cctx, wf, parts[4], body.Reason)
+	if err != nil {
+		return Reply{Workflow: wf, Error: err.Error()}
+	}
+	return r
+}
+
+// Apply performs a control action: the workflow's state by compare-and-set,
+// its audit event, then the tasks (resume publishes the parked ones again,
+// cancel ends the parked ones; running ones stop at their next role).
+func (c *Controller) Apply(ctx context.Context, wf, action, reason string) (Reply, error) {
+	target := map[string]string{ActionPause: subjects.StatePaused, ActionResume: subjects.StateRunning, ActionCancel: subjects.StateCancelled}[action]
+	if target == "" {
+		return Reply{}, fmt.Errorf("unknown action %q: want pause, resume or cancel", action)
+	}
+	for range 8 {
+		cur, err := c.store.GetWorkflow(ctx, wf)
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			return Reply{}, err
+		}
+		now := cur.State
+		if now == "" {
+			now = subjects.StateRunning
+		}
+		switch {
+		case now == subjects.StateCancelled && action != ActionCancel:
+			return Reply{}, fmt.Errorf("workflow %s is cancelled; it cannot be %sd", wf, action)
+		case now == target:
+			return Reply{Workflow: wf, State: now, Revision: cur.Revision}, nil // nothing to do
+		}
+		val, _ := json.Marshal(subjects.WorkflowState{State: target, Reason: reason, UpdatedAt: c.now().UTC()})
+		var rev uint64
+		if errors.Is(err, state.ErrNotFound) {
+			rev, err = c.kv.Create(ctx, subjects.WorkflowKey(wf), val)
+		} else {
+			rev, err = c.kv.Update(ctx, subjects.WorkflowKey(wf), val, cur.Revision)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue // another controller moved it; decide again
+		}
+		if err != nil {
+			return Reply{}, fmt.Errorf("workflow %s: write state: %w", wf, err)
+		}
+		if err := c.record(ctx, wf, target, reason, rev); err != nil {
+			return Reply{}, err
+		}
+		if err := c.settleTasks(ctx, wf, action, reason); err != nil {
+			return Reply{}, err
+		}
+		c.log.Info("workflow "+target, "workflow", wf, "revision", rev, "reason", reason)
+		return Reply{Workflow: wf, State: target, Revision: rev}, nil
+	}
+	return Reply{}, fmt.Errorf("workflow %s: its state kept changing; try again", wf)
+}
