@@ -1,0 +1,183 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Run implements Runner. It starts Argv directly (no shell: the task's text
+// reaches the child only through stdin, the prompt variable and the prompt
+// file, never as a command or argument), waits for it, and parses stdout
+// with ParseOutput. When ctx is done, or stdout exceeds its bound, the
+// child's whole process group is killed and Run returns promptly. A missing
+// binary or working directory and a template that fails to render are
+// ErrPermanent; anything else (non-zero exit, unparsable output) is retried.
+func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
+	name := e.cfg.Argv[0]
+	if req.Role != e.role {
+		return Result{}, fmt.Errorf("%w: exec %s: runner for %s got a %s request", ErrPermanent, name, e.role, req.Role)
+	}
+	text, err := e.prompts.Render(e.role, promptData(req))
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: exec %s: %v", ErrPermanent, name, err)
+	}
+	lessons := req.Lessons
+	if lessons == nil {
+		lessons = []string{}
+	}
+	stdin, err := json.Marshal(ExecInput{
+		Version: ExecInputVersion, Role: req.Role, Task: req.Task, Attempt: req.Attempt,
+		Plan: req.Plan, Change: req.Change, Feedback: req.Feedback, Lessons: lessons, Prompt: text,
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("exec %s: encode stdin: %w", name, err)
+	}
+	vars := e.baseEnv()
+	path, err := e.resolve(vars)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: exec %s: %v", ErrPermanent, name, err)
+	}
+	env, cleanup, err := e.promptEnv(vars, text)
+	if err != nil {
+		return Result{}, fmt.Errorf("exec %s: %w", name, err)
+	}
+	defer cleanup()
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stdout := &limitWriter{max: e.cfg.MaxOutputBytes, over: func() { cancel(errStdoutLimit) }}
+	stderr := &tailWriter{max: e.cfg.MaxStderrBytes}
+	cmd := exec.CommandContext(runCtx, path, e.cfg.Argv[1:]...)
+	cmd.Args[0] = name
+	cmd.Dir, cmd.Env = e.cfg.Dir, env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), stdout, stderr
+	cmd.WaitDelay = e.waitDelay
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			err = fmt.Errorf("%w: %v", ErrPermanent, err)
+		}
+		return Result{}, fmt.Errorf("exec %s: start: %w", name, err)
+	}
+	err = cmd.Wait()
+	killGroup(cmd) // no process outlives its role
+	switch {
+	case stdout.exceeded:
+		return Result{}, fmt.Errorf("exec %s: stdout exceeds %d bytes; the process was killed", name, e.cfg.MaxOutputBytes)
+	case ctx.Err() != nil:
+		return Result{}, fmt.Errorf("exec %s: killed: %w%s", name, context.Cause(ctx), stderr.suffix())
+	case errors.Is(err, exec.ErrWaitDelay):
+		// It exited 0 and a process it left behind still held stdout:
+		// what it wrote before exiting is its answer.
+	case err != nil:
+		return Result{}, fmt.Errorf("exec %s: %w%s", name, err, stderr.suffix())
+	}
+	res, err := ParseOutput(e.role, stdout.buf.Bytes())
+	if err != nil {
+		return Result{}, fmt.Errorf("exec %s: %w%s", name, err, stderr.suffix())
+	}
+	return res, nil
+}
+
+// baseEnv is the child's environment before the prompt: the inherited
+// variables that are set, Env on top, and DROVER_ROLE; sorted by name.
+func (e *Exec) baseEnv() map[string]string {
+	env := make(map[string]string, len(e.cfg.Inherit)+len(e.cfg.Env)+3)
+	for _, name := range e.cfg.Inherit {
+		if v, ok := os.LookupEnv(name); ok {
+			env[name] = v
+		}
+	}
+	for k, v := range e.cfg.Env {
+		env[k] = v
+	}
+	env[RoleEnv] = string(e.role)
+	return env
+}
+
+// promptEnv adds the prompt variable and file to env and returns it as a
+// list, with a cleanup that removes the file.
+func (e *Exec) promptEnv(env map[string]string, text string) ([]string, func(), error) {
+	cleanup := func() {}
+	toEnv := e.cfg.PromptEnv != NoPromptEnv && len(text) <= maxPromptEnvBytes
+	if toEnv {
+		env[e.cfg.PromptEnv] = text
+	}
+	if e.cfg.PromptFile || (e.cfg.PromptEnv != NoPromptEnv && !toEnv) {
+		f, err := os.CreateTemp("", "drover-prompt-*.txt")
+		if err != nil {
+			return nil, cleanup, fmt.Errorf("prompt file: %w", err)
+		}
+		cleanup = func() { _ = os.Remove(f.Name()) }
+		_, werr := f.WriteString(text)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			cleanup()
+			return nil, func() {}, fmt.Errorf("prompt file: %w", werr)
+		}
+		env[PromptFileEnv] = f.Name()
+	}
+	list := make([]string, 0, len(env))
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	sort.Strings(list)
+	return list, cleanup, nil
+}
+
+// resolve finds Argv[0]: a name with a slash relative to Dir, else in the
+// absolute entries of the child's PATH. The working directory must exist.
+func (e *Exec) resolve(env map[string]string) (string, error) {
+	if e.cfg.Dir != "" {
+		if info, err := os.Stat(e.cfg.Dir); err != nil || !info.IsDir() {
+			return "", fmt.Errorf("working directory %q is not a directory", e.cfg.Dir)
+		}
+	}
+	name := e.cfg.Argv[0]
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(e.cfg.Dir, p)
+		}
+		abs, err := filepath.Abs(p)
+		if err == nil {
+			err = executable(abs)
+		}
+		return abs, err
+	}
+	for _, dir := range filepath.SplitList(env["PATH"]) {
+		if !filepath.IsAbs(dir) {
+			continue // never run a program from a relative PATH entry
+		}
+		p := filepath.Join(dir, name)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found in the child's PATH %q", name, env["PATH"])
+}
+
+// executable reports why p is not an executable regular file, if it is not.
+func executable(p string) error {
+	info, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return err
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", p)
+	case info.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s is not executable", p)
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/droverhq/drover/internal/prompt"
+)
+
+// maxOpenAIResponse bounds a successful response body.
+const maxOpenAIResponse = 8 << 20
+
+// chatMessage, chatRequest and chatResponse are the parts of the chat
+// completions wire format the runner uses.
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatRequest struct {
+	Model       string        `json:"model"`
+	Messages    []chatMessage `json:"messages"`
+	Temperature *float64      `json:"temperature,omitempty"`
+	MaxTokens   int           `json:"max_tokens,omitempty"`
+}
+
+type chatResponse struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+			Refusal string  `json:"refusal"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *OpenAIUsage `json:"usage"`
+}
+
+// OpenAIUsage is the token usage an openai runner records in
+// Result.Metadata["usage"].
+type OpenAIUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// failure is why one HTTP attempt failed and whether a retry may fix it.
+type failure struct {
+	err        error
+	retryable  bool
+	retryAfter time.Duration // the server's Retry-After, when hasAfter
+	hasAfter   bool
+}
+
+// Run implements Runner. It renders the role's prompt, POSTs it to
+// {base}/chat/completions, retrying 408, 429, 5xx and transport errors
+// with backoff (Retry-After honoured, capped at RetryMax; waits end when
+// ctx does), and validates the reply with ParseOutput. Other 4xx statuses
+// and prompt errors wrap ErrPermanent; a malformed or empty reply, an
+// unparseable output and running out of retries do not, so the pipeline
+// retries the task. Metadata records "model", "usage" and "retries".
+func (o *OpenAI) Run(ctx context.Context, req Request) (Result, error) {
+	if req.Role != o.role {
+		return Result{}, o.errorf("%w: runner for %s got a %q request", ErrPermanent, o.role, req.Role)
+	}
+	body, err := o.requestBody(req)
+	if err != nil {
+		return Result{}, err
+	}
+	key, keySet := o.apiKey()
+	raw, retries, err := o.post(ctx, body, key, keySet)
+	if err != nil {
+		return Result{}, err
+	}
+	return o.result(raw, retries, key)
+}
+
+// apiKey reads the key from the configured environment variable, trimming
+// the white space a key file's trailing newline leaves.
+func (o *OpenAI) apiKey() (key string, set bool) {
+	v, ok := o.opts.lookupEnv(o.cfg.APIKeyEnv)
+	return strings.TrimSpace(v), ok
+}
+
+// requestBody renders the prompt and encodes the chat completions request.
+func (o *OpenAI) requestBody(req Request) ([]byte, error) {
+	text, err := o.prompts.Render(o.role, prompt.Data{
+		Role: req.Role, Task: req.Task, Attempt: req.Attempt,
+		Plan: string(req.Plan), Change: string(req.Change), Feedback: req.Feedback,
+	})
+	if err != nil {
+		return nil, o.errorf("%w: render prompt: %v", ErrPermanent, err)
+	}
+	msgs := make([]chatMessage, 0, 2)
+	if o.cfg.System != "" {
+		msgs = append(msgs, chatMessage{Role: "system", Content: o.cfg.System})
+	}
+	msgs = append(msgs, chatMessage{Role: "user", Content: text})
+	b, err := json.Marshal(chatRequest{
+		Model: o.cfg.Model, Messages: msgs, Temperature: o.cfg.Temperature, MaxTokens: o.cfg.MaxTokens,
+	})
+	if err != nil {
+		return nil, o.errorf("%w: encode request: %v", ErrPermanent, err)
+	}
+	return b, nil
+}
+
+// post sends body until it succeeds, fails for good, runs out of retries
+// or ctx ends. It returns the response body and how many retries it took.
+func (o *OpenAI) post(ctx context.Context, body []byte, key string, keySet bool) ([]byte, int, error) {
+	for retry := 0; ; retry++ {
+		raw, f := o.attempt(ctx, body, key, keySet)
+		switch {
+		case f == nil:
+			return raw, retry, nil
+		case !f.retryable:
+			return nil, retry, o.errorf("%w", f.err)
+		case retry >= o.cfg.MaxRetries:
+			return nil, retry, o.errorf("gave up after %d attempts: %v", retry+1, f.err)
+		}
+		d := o.backoff(retry + 1)
+		if f.hasAfter {
+			d = min(f.retryAfter, o.cfg.RetryMax)
+		}
+		if err := o.opts.sleep(ctx, d); err != nil {
+			return nil, retry, o.errorf("stopped waiting to retry after %d attempts (last: %v): %w", retry+1, f.err, err)
+		}
+	}
+}
+
+// attempt makes one HTTP request, bounded by RequestTimeout.
+func (o *OpenAI) attempt(ctx context.Context, body []byte, key string, keySet bool) ([]byte, *failure) {
+	actx, cancel := context.WithTimeout(ctx, o.cfg.RequestTimeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, o.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, &failure{err: fmt.Errorf("%w: build request: %v", ErrPermanent, err)}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	if key != "" {
+		hreq.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := o.opts.client.Do(hreq)
+	if err != nil {
+		return nil, o.transportFailure(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxOpenAIResponse+1))
+		if err != nil {
+			return nil, o.transportFailure(ctx, fmt.Errorf("read response: %w", err))
+		}
+		if len(raw) > maxOpenAIResponse {
+			return nil, &failure{err: fmt.Errorf("response body over %d bytes", maxOpenAIResponse)}
+		}
+		return raw, nil
+	}
+	return nil, o.statusFailure(resp, excerpt(resp.Body, key), keySet, key != "")
+}
+
+// transportFailure classifies an error from sending a request or reading
+// its response: the caller's ctx ending stops at once; anything else,
+// a per-request timeout included, may be retried.
+func (o *OpenAI) transportFailure(ctx context.Context, err error) *failure {
+	if ctx.Err() != nil {
+		return &failure{err: fmt.Errorf("request abandoned: %w", ctx.Err())}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &failure{err: fmt.Errorf("request timed out after %s", o.cfg.RequestTimeout), retryable: true}
+	}
+	return &failure{err: err, retryable: true}
+}
+
+// result decodes a successful response and validates its content.
+func (o *OpenAI) result(raw []byte, retries int, key string) (Result, error) {
+	var resp chatResponse
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return Result{}, o.errorf("malformed response: %v: %s", err, excerpt(bytes.NewReader(raw), key))
+	}
+	if len(resp.Choices) == 0 {
+		return Result{}, o.errorf("response has no choices: %s", excerpt(bytes.NewReader(raw), key))
+	}
+	choice := resp.Choices[0]
+	if choice.Message.Content == nil || strings.TrimSpace(*choice.Message.Content) == "" {
+		if choice.Message.Refusal != "" {
+			return Result{}, o.errorf("model refused: %s", excerpt(strings.NewReader(choice.Message.Refusal), key))
+		}
+		return Result{}, o.errorf("response has empty content (finish_reason %q)", choice.FinishReason)
+	}
+	res, err := ParseOutput(o.role, []byte(*choice.Message.Content))
+	if err != nil {
+		if choice.FinishReason == "length" {
+			return Result{}, o.errorf("output cut off at max_tokens %d: %w", o.cfg.MaxTokens, err)
+		}
+		return Result{}, o.errorf("%w", err)
+	}
+	if res.Metadata == nil {
+		res.Metadata = make(map[string]any, 3)
+	}
+	res.Metadata["model"] = o.cfg.Model
+	if resp.Model != "" {
+		res.Metadata["model"] = resp.Model
+	}
+	if resp.Usage != nil {
+		res.Metadata["usage"] = *resp.Usage
+	}
+	res.Metadata["retries"] = retries
+	return res, nil
+}

@@ -1,0 +1,115 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds of the response text an error quotes.
+const (
+	excerptRead  = 64 << 10 // read at most this much of an error body
+	excerptBytes = 512      // quote at most this much of it
+)
+
+// statusFailure classifies a non-2xx response. 408, 429 and 5xx may be
+// retried (Retry-After honoured); any other status wraps ErrPermanent.
+func (o *OpenAI) statusFailure(resp *http.Response, body string, keySet, keySent bool) *failure {
+	code := resp.StatusCode
+	if code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500 {
+		f := &failure{err: fmt.Errorf("HTTP %s: %s", resp.Status, body), retryable: true}
+		f.retryAfter, f.hasAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return f
+	}
+	var hint string
+	switch {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		hint = fmt.Sprintf(": the API key in env var %s was rejected", o.cfg.APIKeyEnv)
+		switch {
+		case !keySet:
+			hint += " (the variable is unset)"
+		case !keySent:
+			hint += " (the variable is empty)"
+		}
+	case code == http.StatusNotFound:
+		hint = ": check base_url and model"
+	}
+	return &failure{err: fmt.Errorf("%w: HTTP %s%s: %s", ErrPermanent, resp.Status, hint, body)}
+}
+
+// backoff is the wait before retry n (from 1): RetryBase doubled n-1
+// times, capped at RetryMax, with jitter over its upper half so workers
+// rate-limited together do not retry together.
+func (o *OpenAI) backoff(n int) time.Duration {
+	d, ceiling := o.cfg.RetryBase, o.cfg.RetryMax
+	for i := 1; i < n && d < ceiling; i++ {
+		if d > ceiling/2 {
+			d = ceiling
+			break
+		}
+		d *= 2
+	}
+	d = min(d, ceiling)
+	half := d / 2
+	return d - half + rand.N(half+1)
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
+// date (a date in the past means now). ok is false when v is absent or
+// unreadable.
+func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		if secs > int64(math.MaxInt64/time.Second) {
+			return time.Duration(math.MaxInt64), true
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}
+
+// excerpt reads a bounded part of r for an error message: the key
+// redacted, control characters as spaces, cut to excerptBytes on a rune
+// boundary. The key is redacted before cutting, so no prefix of it
+// survives the cut.
+func excerpt(r io.Reader, key string) string {
+	b, _ := io.ReadAll(io.LimitReader(r, excerptRead)) // a partial body still helps
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	if key != "" {
+		s = strings.ReplaceAll(s, key, "[redacted]")
+	}
+	s = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s))
+	if s == "" {
+		return "(empty body)"
+	}
+	if len(s) <= excerptBytes {
+		return s
+	}
+	cut := excerptBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
