@@ -16,6 +16,9 @@ import (
 const (
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultCacheTTL        = 24 * time.Hour
+	// DefaultLessonsPerType is how many lessons the lessons stream keeps per
+	// task type; older ones age out.
+	DefaultLessonsPerType = 100
 )
 
 // Settings are the deployment-wide settings of the streams and buckets.
@@ -29,6 +32,10 @@ type Settings struct {
 	DuplicateWindow time.Duration
 	// CacheTTL is how long a cached role result lives (default 24h).
 	CacheTTL time.Duration
+	// LessonsPerType is how many lessons of one task type the lessons
+	// stream keeps (its MaxMsgsPerSubject, default 100): the most recent
+	// ones; when a type has more, its oldest lesson is discarded.
+	LessonsPerType int
 }
 
 // withDefaults validates s and fills in its zero fields.
@@ -42,6 +49,8 @@ func (s Settings) withDefaults() (Settings, error) {
 		return s, fmt.Errorf("settings: duplicate window %s is negative", s.DuplicateWindow)
 	case s.CacheTTL < 0:
 		return s, fmt.Errorf("settings: cache TTL %s is negative", s.CacheTTL)
+	case s.LessonsPerType < 0:
+		return s, fmt.Errorf("settings: lessons per type %d is negative", s.LessonsPerType)
 	}
 	if s.Replicas == 0 {
 		s.Replicas = 1
@@ -52,14 +61,17 @@ func (s Settings) withDefaults() (Settings, error) {
 	if s.CacheTTL == 0 {
 		s.CacheTTL = DefaultCacheTTL
 	}
+	if s.LessonsPerType == 0 {
+		s.LessonsPerType = DefaultLessonsPerType
+	}
 	return s, nil
 }
 
 // Resources are the streams and buckets of one deployment.
 type Resources struct {
-	Tasks, Audit, DLQ jetstream.Stream
-	State, Cache      jetstream.KeyValue
-	Blobs             jetstream.ObjectStore
+	Tasks, Audit, DLQ, Lessons jetstream.Stream
+	State, Cache               jetstream.KeyValue
+	Blobs                      jetstream.ObjectStore
 }
 
 // Provision creates the streams and buckets of the contract where missing
@@ -68,9 +80,9 @@ type Resources struct {
 //
 // An existing audit stream is checked, never changed; if it is weaker than
 // the contract allows, Provision fails with an error wrapping
-// ErrAuditWeakened. The cache bucket's TTL and the duplicate windows of the
-// task and DLQ streams are updated to s, and each change is logged to log
-// (slog.Default() if nil).
+// ErrAuditWeakened. The cache bucket's TTL, the duplicate windows of the
+// task, DLQ and lessons streams, and the lessons kept per type are updated
+// to s, and each change is logged to log (slog.Default() if nil).
 func Provision(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Logger) (*Resources, error) {
 	s, err := s.withDefaults()
 	if err != nil {
@@ -89,6 +101,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, s Settings, log *slo
 		return nil, fmt.Errorf("provision: %w", err)
 	}
 	if r.DLQ, err = p.stream(ctx, p.dlqConfig()); err != nil {
+		return nil, fmt.Errorf("provision: %w", err)
+	}
+	if r.Lessons, err = p.lessonsStream(ctx); err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
 	if r.State, err = p.stateBucket(ctx); err != nil {
@@ -130,6 +145,44 @@ func (p *provisioner) dlqConfig() jetstream.StreamConfig {
 		Replicas:   p.s.Replicas,
 		Duplicates: p.s.DuplicateWindow,
 	}
+}
+
+// lessonsConfig is the lessons stream: one subject per task type, of which
+// the stream keeps the most recent LessonsPerType messages (older ones age
+// out, so the stream's size is bounded by the number of types). Direct gets
+// are allowed so any client can read a type's last lesson cheaply.
+func (p *provisioner) lessonsConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              p.s.Names.LessonsStream(),
+		Subjects:          []string{p.s.Names.LessonsWildcard()},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          p.s.Replicas,
+		Duplicates:        p.s.DuplicateWindow,
+		MaxMsgsPerSubject: int64(p.s.LessonsPerType),
+		AllowDirect:       true,
+	}
+}
+
+// lessonsStream creates or gets the lessons stream, reconciles its
+// duplicate window, then its lessons kept per type.
+func (p *provisioner) lessonsStream(ctx context.Context) (jetstream.Stream, error) {
+	cfg := p.lessonsConfig()
+	st, err := p.stream(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cur := st.CachedInfo().Config
+	if cur.MaxMsgsPerSubject == cfg.MaxMsgsPerSubject {
+		return st, nil
+	}
+	old := cur.MaxMsgsPerSubject
+	cur.MaxMsgsPerSubject = cfg.MaxMsgsPerSubject
+	if st, err = p.js.UpdateStream(ctx, cur); err != nil {
+		return nil, fmt.Errorf("stream %s: update lessons per type %d -> %d: %w", cfg.Name, old, cfg.MaxMsgsPerSubject, err)
+	}
+	p.log.Info("stream setting changed", "stream", cfg.Name, "setting", "max_msgs_per_subject", "old", old, "new", cfg.MaxMsgsPerSubject)
+	return st, nil
 }
 
 // stream creates the stream cfg describes, or gets the existing one and

@@ -102,7 +102,7 @@ func TestProvisionConcurrent(t *testing.T) {
 	}
 	require.NoError(t, lister.Err())
 	require.ElementsMatch(t, []string{
-		"DROVER_TASKS", "DROVER_AUDIT", "DROVER_DLQ",
+		"DROVER_TASKS", "DROVER_AUDIT", "DROVER_DLQ", "DROVER_LESSONS",
 		"KV_drover_state", "KV_drover_cache", "OBJ_drover_blobs",
 	}, names)
 	_, err := js.KeyValue(ctx, "drover_state")
@@ -196,4 +196,49 @@ func TestProvisionReconcilesCacheTTLAndDuplicateWindow(t *testing.T) {
 	}
 	require.Contains(t, logs.String(), "setting=ttl old=1h0m0s new=2h0m0s")
 	require.Contains(t, logs.String(), "stream=DROVER_TASKS setting=duplicate_window old=1m0s new=3m0s")
+}
+
+func TestProvisionLessonsStream(t *testing.T) {
+	t.Parallel()
+	js := newJS(t)
+	ctx := testCtx(t)
+	names := subjects.MustNames("drover")
+	first, err := Provision(ctx, js, Settings{Names: names}, nil)
+	require.NoError(t, err)
+	cfg := first.Lessons.CachedInfo().Config
+	require.Equal(t, "DROVER_LESSONS", cfg.Name)
+	require.Equal(t, []string{"drover.lessons.*"}, cfg.Subjects)
+	require.Equal(t, jetstream.LimitsPolicy, cfg.Retention)
+	require.Equal(t, jetstream.FileStorage, cfg.Storage)
+	require.Equal(t, int64(DefaultLessonsPerType), cfg.MaxMsgsPerSubject)
+	require.Equal(t, DefaultDuplicateWindow, cfg.Duplicates)
+
+	again, err := Provision(ctx, js, Settings{Names: names}, nil)
+	require.NoError(t, err)
+	require.Equal(t, first.Lessons.CachedInfo().Created, again.Lessons.CachedInfo().Created, "the lessons stream was recreated")
+
+	log, logs := newLog()
+	r, err := Provision(ctx, js, Settings{Names: names, LessonsPerType: 3}, log)
+	require.NoError(t, err)
+	info, err := r.Lessons.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), info.Config.MaxMsgsPerSubject)
+	require.Contains(t, logs.String(), "stream=DROVER_LESSONS setting=max_msgs_per_subject old=100 new=3")
+
+	// The most recent 3 lessons of a type are kept; other types are untouched.
+	for i := range 5 {
+		_, err := js.Publish(ctx, names.LessonsSubject("feature"), []byte{byte('0' + i)})
+		require.NoError(t, err)
+	}
+	_, err = js.Publish(ctx, names.LessonsSubject("docs"), []byte("d"))
+	require.NoError(t, err)
+	info, err = r.Lessons.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), info.State.Msgs)
+	m, err := r.Lessons.GetMsg(ctx, info.State.FirstSeq)
+	require.NoError(t, err)
+	require.Equal(t, "2", string(m.Data), "the oldest lessons aged out")
+
+	_, err = Provision(ctx, js, Settings{Names: names, LessonsPerType: -1}, nil)
+	require.ErrorContains(t, err, "lessons per type -1")
 }

@@ -1,0 +1,183 @@
+package lessons_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/lessons"
+	"github.com/droverhq/drover/subjects"
+)
+
+var names = subjects.MustNames(subjects.DefaultPrefix)
+
+// testBundle is one embedded server with the streams provisioned.
+type testBundle struct {
+	js  jetstream.JetStream
+	now *clock
+}
+
+func setup(tb testing.TB) *testBundle {
+	tb.Helper()
+	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: tb.TempDir(), Sync: time.Minute})
+	require.NoError(tb, err)
+	tb.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	require.NoError(tb, err)
+	tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(tb, err)
+	_, err = broker.Provision(context.Background(), js, broker.Settings{Names: names}, quiet())
+	require.NoError(tb, err)
+	return &testBundle{js: js, now: &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
+}
+
+func (tb *testBundle) book(opts lessons.Options) *lessons.Book {
+	opts.Now = tb.now.Now
+	return lessons.New(tb.js, names, quiet(), opts)
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// clock is a settable clock for the cache.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// lesson is the i-th rejection of a task of type ty.
+func lesson(ty string, i int) subjects.Lesson {
+	return subjects.Lesson{
+		Type: ty, Role: subjects.RoleJudge, Workflow: "wf", Task: fmt.Sprintf("%s-%d", ty, i), Attempt: 1,
+		Kind: "rejected", What: "the judge rejected attempt 1", Feedback: fmt.Sprintf("feedback %d", i),
+		EventID: subjects.EventID("wf", fmt.Sprintf("%s-%d", ty, i), 1, "judge", subjects.EventJudgeVerdict, 0),
+	}
+}
+
+func feedbacks(ls []subjects.Lesson) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.Feedback
+	}
+	return out
+}
+
+func TestRecordThenLookupNewestLast(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	book := b.book(lessons.Options{})
+	ctx := context.Background()
+	for i := range 7 {
+		book.Record(ctx, lesson("feature", i))
+	}
+	got, err := book.Lookup(ctx, "feature", 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"feedback 4", "feedback 5", "feedback 6"}, feedbacks(got))
+	require.Equal(t, b.now.Now(), got[0].Time, "a zero time is recorded as now")
+
+	all, err := book.Lookup(ctx, "feature", 0)
+	require.NoError(t, err)
+	require.Len(t, all, 7)
+
+	none, err := book.Lookup(ctx, "never-seen", 5)
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
+func TestLookupIsPerType(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	book := b.book(lessons.Options{})
+	ctx := context.Background()
+	for i := range 4 {
+		book.Record(ctx, lesson("feature", i))
+		book.Record(ctx, lesson("docs", 10+i))
+	}
+	book.Record(ctx, lesson("a.b*c", 99)) // escaped into one subject token
+
+	docs, err := book.Lookup(ctx, "docs", 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"feedback 10", "feedback 11", "feedback 12", "feedback 13"}, feedbacks(docs))
+	odd, err := book.Lookup(ctx, "a.b*c", 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"feedback 99"}, feedbacks(odd))
+
+	var types []string
+	require.NoError(t, book.List(ctx, "", func(l subjects.Lesson) error { types = append(types, l.Type); return nil }))
+	require.Equal(t, []string{"feature", "docs", "feature", "docs", "feature", "docs", "feature", "docs", "a.b*c"}, types)
+}
+
+func TestRecordDedupesByEventID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	book := b.book(lessons.Options{})
+	ctx := context.Background()
+	l := lesson("feature", 1)
+	book.Record(ctx, l)
+	book.Record(ctx, l) // a redelivery within the duplicate window
+	st, err := b.js.Stream(ctx, names.LessonsStream())
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), st.CachedInfo().State.Msgs)
+	m, err := st.GetLastMsgForSubject(ctx, names.LessonsSubject("feature"))
+	require.NoError(t, err)
+	require.Equal(t, "lesson/"+l.EventID, m.Header.Get(jetstream.MsgIDHeader))
+
+	// After the duplicate window a second copy is stored, but read once.
+	body, err := json.Marshal(l)
+	require.NoError(t, err)
+	_, err = b.js.Publish(ctx, names.LessonsSubject("feature"), body)
+	require.NoError(t, err)
+	got, err := book.Lookup(ctx, "feature", 5)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+}
+
+func TestRecentCachesUntilRecordOrTTL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	book := b.book(lessons.Options{PerPrompt: 2, TTL: time.Minute})
+	ctx := context.Background()
+	require.Empty(t, book.Recent(ctx, "feature"))
+
+	book.Record(ctx, lesson("feature", 1))
+	require.Equal(t, []string{"[judge, attempt 1, rejected] the judge rejected attempt 1: feedback 1"}, book.Recent(ctx, "feature"))
+
+	// Written behind the Book's back (another worker): not seen until the TTL.
+	other := b.book(lessons.Options{})
+	other.Record(ctx, lesson("feature", 2))
+	require.Len(t, book.Recent(ctx, "feature"), 1, "served from the cache")
+	b.now.Add(time.Minute)
+	require.Equal(t, []string{
+		"[judge, attempt 1, rejected] the judge rejected attempt 1: feedback 1",
+		"[judge, attempt 1, rejected] the judge rejected attempt 1: feedback 2",
+	}, book.Recent(ctx, "feature"))
+
+	// A Record through the Book drops its type's entry at once.
+	book.Record(ctx, lesson("feature", 3))
+	got := book.Recent(ctx, "feature")
+	require.Len(t, got, 2, "PerPrompt lessons")
+	require.Contains(t, got[1], "feedback 3")
+}
+
+func TestFormat(t *testing.T) {
+	t.Parallel()
+	l := subjects.Lesson{Role: subjects.RoleImplementer, Attempt: 2, Kind: "max_deliveries", What: "the implementer\nfailed"}
+	require.Equal(t, "[implementer, attempt 2, max_deliveries] the implementer failed", lessons.Format(l))
+	l.Feedback = strings.Repeat("x ", 2000)
+	require.LessOrEqual(t, len([]rune(lessons.Format(l))), 800)
+}

@@ -1,0 +1,141 @@
+package lessons
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/subjects"
+)
+
+// Lookup returns the most recent n lessons of a type (n <= 0: all the
+// stream keeps), oldest first. It reads only that type's subject: the last
+// message's sequence comes first from a direct get, so an unknown type
+// answers at once; then an ordered consumer filtered to the subject reads
+// up to that message. A lesson whose event ID was already read (recorded
+// again after the duplicate window) is skipped.
+func (b *Book) Lookup(ctx context.Context, taskType string, n int) ([]subjects.Lesson, error) {
+	if taskType == "" {
+		taskType = subjects.DefaultTaskType
+	}
+	var out []subjects.Lesson
+	err := b.scan(ctx, b.names.LessonsSubject(taskType), func(l subjects.Lesson) error {
+		out = append(out, l)
+		if n > 0 && len(out) > n {
+			out = out[len(out)-n:]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lessons: type %q: %w", taskType, err)
+	}
+	return out, nil
+}
+
+// List calls fn with each lesson of a type (taskType "": of every type) in
+// the order they were recorded. A non-nil error from fn stops the listing
+// and is returned as it is.
+func (b *Book) List(ctx context.Context, taskType string, fn func(subjects.Lesson) error) error {
+	filter := b.names.LessonsWildcard()
+	if taskType != "" {
+		filter = b.names.LessonsSubject(taskType)
+	}
+	var fnErr error
+	err := b.scan(ctx, filter, func(l subjects.Lesson) error {
+		fnErr = fn(l)
+		return fnErr
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return fmt.Errorf("lessons: list %s: %w", filter, err)
+	}
+	return nil
+}
+
+// lessonsStream returns the lessons stream, looked up once per Book. Its
+// cached info tells the client that direct gets are allowed.
+func (b *Book) lessonsStream(ctx context.Context) (jetstream.Stream, error) {
+	b.mu.Lock()
+	st := b.stream
+	b.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := b.js.Stream(ctx, b.names.LessonsStream())
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.stream = st
+	b.mu.Unlock()
+	return st, nil
+}
+
+// scan calls fn with each lesson on filter, in stream order, up to the last
+// one stored when it began. An undecodable message is an error: the stream
+// holds only what Record wrote, so it means something else writes there.
+func (b *Book) scan(ctx context.Context, filter string, fn func(subjects.Lesson) error) error {
+	st, err := b.lessonsStream(ctx)
+	if err != nil {
+		return err
+	}
+	last, err := st.GetLastMsgForSubject(ctx, filter)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		return err
+	}
+	defer deleteConsumer(ctx, st, cons)
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	seen := map[string]bool{}
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return err
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return err
+		}
+		var l subjects.Lesson
+		if err := json.Unmarshal(msg.Data(), &l); err != nil {
+			return fmt.Errorf("message %d on %s does not decode as a lesson: %w", md.Sequence.Stream, msg.Subject(), err)
+		}
+		if l.EventID == "" || !seen[l.EventID] {
+			seen[l.EventID] = true
+			if err := fn(l); err != nil {
+				return err
+			}
+		}
+		if md.Sequence.Stream >= last.Sequence || md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// deleteConsumer deletes a read's ephemeral consumer at once rather than
+// leaving it to the server's inactivity threshold; a failure is harmless.
+func deleteConsumer(ctx context.Context, st jetstream.Stream, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = st.DeleteConsumer(dctx, info.Name)
+}
