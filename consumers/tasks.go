@@ -92,6 +92,9 @@ func (c *TaskConsumer) Fetching() bool { return c.fetching.Load() }
 func (c *TaskConsumer) Run(ctx context.Context) error {
 	cons, err := c.ensure(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: nothing to drain
+		}
 		return err
 	}
 	c.cons.Store(&cons)
