@@ -24,6 +24,7 @@ func init() { register(newServeCmd) }
 
 type serveFlags struct {
 	listen, data, sync, httpAddr, workerID, simCallLog string
+	config, prompts                                    string
 	seedFile, seedWorkflow                             string
 	stopAfter                                          int
 	queues                                             []string
@@ -46,11 +47,23 @@ storing in --data, that other processes and the nats CLI can reach. It creates m
 streams and buckets and refuses an audit stream that allows deletion or ageing out.
 
 SIGTERM or Ctrl-C drains: stop fetching, let running tasks finish within --grace, then
-hand what is left back to the queue at once.`,
+hand what is left back to the queue at once.
+
+--config FILE (env DROVER_CONFIG) reads the worker's settings and each role's runner
+(sim, exec or openai) from a YAML file (see drover config example); flags and DROVER_*
+variables override it. A bad file or prompt template stops serve before it starts.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), g, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			runners, err := applyConfig(cmd, g, &f)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), g, f, runners)
+		},
 	}
 	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "configuration file: worker settings and each role's runner (flags override it)")
+	fl.StringVar(&f.prompts, "prompts", "", "directory of prompt templates overriding the defaults: planner.tmpl, implementer.tmpl, judge.tmpl")
 	fl.StringVar(&f.listen, "listen", broker.DefaultListen, "embedded NATS server address (without --nats-url)")
 	fl.StringVar(&f.data, "data", broker.DefaultDataDir, "embedded NATS server JetStream directory")
 	fl.StringVar(&f.sync, "sync", "always", `embedded server fsync: "always" (before every ack) or an interval such as 2m`)
@@ -90,7 +103,7 @@ func parseSync(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func serve(ctx context.Context, g *globals, f serveFlags) error {
+func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) error {
 	if f.concurrency < 1 {
 		return fmt.Errorf("--concurrency %d: must be at least 1", f.concurrency)
 	}
@@ -128,7 +141,6 @@ func serve(ctx context.Context, g *globals, f serveFlags) error {
 	defer nc.Close()
 
 	metrics := ops.NewMetrics()
-	sim := runner.NewSim(runner.SimOptions{CallLog: f.simCallLog})
 	w, err := worker.New(nc, worker.Config{
 		Names:       g.names,
 		Queues:      f.queues,
@@ -137,7 +149,7 @@ func serve(ctx context.Context, g *globals, f serveFlags) error {
 		Streams:     broker.Settings{Replicas: f.replicas, DuplicateWindow: f.dupWindow, CacheTTL: f.cacheTTL},
 		Grace:       f.grace,
 		Watchdog:    f.watchdog,
-		Runners:     runner.SimSet(sim),
+		Runners:     runners,
 		Log:         g.log,
 		Metrics:     metrics,
 		Pipeline: pipeline.Config{
