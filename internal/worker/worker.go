@@ -20,6 +20,7 @@ import (
 	"github.com/droverhq/drover/internal/blobs"
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/pool"
 	"github.com/droverhq/drover/internal/runner"
@@ -41,7 +42,7 @@ type Config struct {
 	Watchdog    time.Duration           // stalled-queue check interval, default 30s
 	Pipeline    pipeline.Config         // role timeout 30m, retry 1s..1m
 	Runners     runner.Set              // default: the sim runner for every role
-	Lessons     pipeline.Lessons        // records and recalls lessons (nil: none)
+	Lessons     pipeline.Lessons        // records and recalls lessons (default: the DROVER_LESSONS stream)
 	Log         *slog.Logger
 	Metrics     pipeline.Metrics
 }
@@ -91,6 +92,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if cfg.Lessons == nil {
+		cfg.Lessons = lessons.New(js, cfg.Names, cfg.Log, lessons.Options{})
 	}
 	return &Worker{cfg: cfg, nc: nc, js: js, pool: pool.New(cfg.Concurrency), started: make(chan struct{})}, nil
 }
