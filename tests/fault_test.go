@@ -71,9 +71,18 @@ func TestFaultKillMidRole(t *testing.T) {
 	got := b.waitTerminal("wf-kill", after, 1)
 	require.Equal(t, subjects.EventTaskCompleted, got["T1"].EventType)
 	require.Equal(t, "B", got["T1"].Worker)
-	t.Logf("recovery: kill to completion elsewhere %s (ack wait 2s, implementer 3s, judge 0s)", time.Since(killed).Round(10*time.Millisecond))
-
+	done := time.Since(killed)
 	cs := calls(t, log)
+	var pickedUp time.Time
+	for _, c := range cs {
+		if c.Role == subjects.RoleImplementer && c.PID != a.cmd.Process.Pid {
+			pickedUp = c.Time
+		}
+	}
+	require.False(t, pickedUp.IsZero())
+	t.Logf("recovery: kill to pick-up elsewhere %s, kill to completion %s (ack wait 2s, implementer 3s)",
+		pickedUp.Sub(killed).Round(10*time.Millisecond), done.Round(10*time.Millisecond))
+
 	require.Equal(t, 1, countCalls(cs, "T1", subjects.RolePlanner), "planner ran again")
 	require.Equal(t, 2, countCalls(cs, "T1", subjects.RoleImplementer))
 	require.Equal(t, 1, countCalls(cs, "T1", subjects.RoleJudge))
