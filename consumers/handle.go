@@ -38,7 +38,10 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 	}
 	if md.NumDelivered > 1 {
 		c.stats.Redelivered.Add(1)
+		c.cfg.Metrics.Redelivered()
 	}
+	c.cfg.Metrics.InFlight(1)
+	defer c.cfg.Metrics.InFlight(-1)
 	ctx, cancel := context.WithCancelCause(workCtx)
 	defer cancel(nil)
 	hb := c.heartbeat(ctx, cancel, msg)
@@ -56,6 +59,7 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 		// delivery's now, and a nak would hand it back under its new owner.
 		out = pipeline.Outcome{Action: pipeline.Abandon, Err: pipeline.ErrClaimLost}
 	}
+	c.cfg.Metrics.Settled(out.Action.String())
 	switch out.Action {
 	case pipeline.Ack:
 		c.stats.Acked.Add(1)
@@ -127,6 +131,7 @@ func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCause
 					continue
 				}
 				c.stats.Heartbeats.Add(1)
+				c.cfg.Metrics.Heartbeat()
 				b.last.Store(time.Now().UnixNano())
 			}
 		}

@@ -37,6 +37,8 @@ type Config struct {
 	// Watchdog is how often the watchdog looks for a stalled queue
 	// (default 30s; negative disables it).
 	Watchdog time.Duration
+	// Metrics receives the consumer's events (nil: none recorded).
+	Metrics Metrics
 }
 
 func (c Config) withDefaults() Config {
@@ -51,6 +53,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Watchdog == 0 {
 		c.Watchdog = 30 * time.Second
+	}
+	if c.Metrics == nil {
+		c.Metrics = nopMetrics{}
 	}
 	return c
 }
@@ -98,6 +103,7 @@ func (c *TaskConsumer) Run(ctx context.Context) error {
 		return err
 	}
 	c.cons.Store(&cons)
+	c.cfg.Metrics.PoolSize(c.pool.Size())
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 
@@ -168,6 +174,7 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		if ctx.Err() != nil {
 			// Stopping: hand it back at once rather than start it.
 			_ = msg.Nak()
+			c.cfg.Metrics.Settled(pipeline.Nak.String())
 			continue
 		}
 		got++

@@ -10,8 +10,9 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// Metrics are a worker's Prometheus collectors; they implement
-// pipeline.Metrics.
+// Metrics are a worker's Prometheus collectors. They implement
+// pipeline.Metrics and consumers.Metrics, so the pipeline and the task
+// consumers report to them without importing Prometheus.
 type Metrics struct {
 	Registry     *prometheus.Registry
 	tasks        *prometheus.CounterVec
@@ -20,7 +21,17 @@ type Metrics struct {
 	cache        *prometheus.CounterVec
 	cachePutFail prometheus.Counter
 	auditPublish prometheus.Histogram
+	dlq          *prometheus.CounterVec
+	inFlight     prometheus.Gauge
+	poolSize     prometheus.Gauge
+	redeliveries prometheus.Counter
+	settled      *prometheus.CounterVec
+	heartbeats   prometheus.Counter
 }
+
+// settleActions are the values of drover_consumer_settled_total's action
+// label, exposed at zero from the start.
+var settleActions = []string{"ack", "term", "nak", "abandon"}
 
 // NewMetrics registers Drover's collectors, plus the Go and process ones,
 // on a new registry.
@@ -48,8 +59,30 @@ func NewMetrics() *Metrics {
 			Name: "drover_audit_publish_seconds", Help: "Latency of fenced audit publishes.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
+		dlq: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_dlq_entries_total", Help: "DLQ entries this worker wrote, by reason.",
+		}, []string{"reason"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "drover_tasks_in_flight", Help: "Tasks running on this worker's pool.",
+		}),
+		poolSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "drover_pool_size", Help: "Slots of this worker's pool: the most tasks it runs at once.",
+		}),
+		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drover_redeliveries_total", Help: "Task deliveries this worker received that were not the first.",
+		}),
+		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_consumer_settled_total", Help: "Task messages settled by this worker, by action (ack, term, nak, abandon).",
+		}, []string{"action"}),
+		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drover_heartbeats_total", Help: "In-progress acks sent to keep running tasks claimed.",
+		}),
+	}
+	for _, a := range settleActions {
+		m.settled.WithLabelValues(a)
 	}
 	r.MustRegister(m.tasks, m.roleDuration, m.runnerCalls, m.cache, m.cachePutFail, m.auditPublish,
+		m.dlq, m.inFlight, m.poolSize, m.redeliveries, m.settled, m.heartbeats,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -79,3 +112,21 @@ func (m *Metrics) CachePutFailed() { m.cachePutFail.Inc() }
 
 // AuditPublished observes one audit publish.
 func (m *Metrics) AuditPublished(d time.Duration) { m.auditPublish.Observe(d.Seconds()) }
+
+// DLQWritten counts a DLQ entry this worker stored.
+func (m *Metrics) DLQWritten(reason subjects.Reason) { m.dlq.WithLabelValues(string(reason)).Inc() }
+
+// PoolSize sets the pool size gauge.
+func (m *Metrics) PoolSize(n int) { m.poolSize.Set(float64(n)) }
+
+// InFlight moves the in-flight gauge by delta.
+func (m *Metrics) InFlight(delta int) { m.inFlight.Add(float64(delta)) }
+
+// Redelivered counts a delivery that was not the first.
+func (m *Metrics) Redelivered() { m.redeliveries.Inc() }
+
+// Settled counts a message settled with action.
+func (m *Metrics) Settled(action string) { m.settled.WithLabelValues(action).Inc() }
+
+// Heartbeat counts an in-progress ack.
+func (m *Metrics) Heartbeat() { m.heartbeats.Inc() }

@@ -13,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Probe reports readiness: nil when ready, else why not.
+// Probe reports liveness or readiness: nil when ok, else why not (the
+// reason is the body of the 503). worker.Worker's CheckLive and CheckReady
+// are the probes of a worker.
 type Probe func() error
 
 // Server serves /livez, /readyz and /metrics.
@@ -23,8 +25,8 @@ type Server struct {
 	log *slog.Logger
 }
 
-// Listen binds addr and returns a server that answers /livez always, /readyz
-// with ready, and /metrics from reg.
+// Listen binds addr and returns a server that answers /livez with live,
+// /readyz with ready (a nil probe always answers ok), and /metrics from reg.
 func Listen(addr string, live, ready Probe, reg prometheus.Gatherer, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -39,6 +41,10 @@ func Listen(addr string, live, ready Probe, reg prometheus.Gatherer, log *slog.L
 
 func probeHandler(p Probe) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
+		if p == nil {
+			_, _ = w.Write([]byte("ok\n"))
+			return
+		}
 		if err := p(); err != nil {
 			http.Error(w, "not ok: "+err.Error(), http.StatusServiceUnavailable)
 			return

@@ -51,7 +51,7 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 			}
 		}
 		if err != nil {
-			return nil, p.nakOutcome(d, err), false
+			return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
 		}
 		if cur.StreamSeq != d.StreamSeq {
 			if cur.State != subjects.StatePaused {
@@ -67,7 +67,7 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 			case errors.Is(err, state.ErrConflict):
 				continue
 			case err != nil:
-				return nil, p.nakOutcome(d, err), false
+				return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
 			}
 			return t, Outcome{}, true
 		}
@@ -81,7 +81,7 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 			case errors.Is(err, state.ErrConflict):
 				continue
 			case err != nil:
-				return nil, p.nakOutcome(d, err), false
+				return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
 			}
 		}
 		if err := p.flush(ctx, t, -1); err != nil {
@@ -97,7 +97,7 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 		}
 		return t, Outcome{}, true
 	}
-	return nil, p.nakOutcome(d, errors.New("state kept changing while claiming the task")), false
+	return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, errors.New("state kept changing while claiming the task")), false
 }
 
 func (p *Pipeline) newRun(d Delivery, req subjects.TaskRequest) *taskRun {

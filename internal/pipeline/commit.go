@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -161,8 +162,12 @@ func (p *Pipeline) publishDLQ(ctx context.Context, d Delivery, reason subjects.R
 		h[subjects.HeaderTraceparent] = []string{tp}
 	}
 	msg := &nats.Msg{Subject: p.d.Names.DLQSubject(d.Queue), Header: h, Data: d.Body}
-	if _, err := p.d.JS.PublishMsg(ctx, msg); err != nil {
+	ack, err := p.d.JS.PublishMsg(ctx, msg)
+	if err != nil {
 		return fmt.Errorf("dlq: publish %s: %w", subjects.DLQMsgID(d.Queue, d.StreamSeq), err)
+	}
+	if !ack.Duplicate {
+		p.d.Metrics.DLQWritten(reason)
 	}
 	return nil
 }
@@ -193,11 +198,12 @@ func (p *Pipeline) errOutcome(t *taskRun, err error) Outcome {
 	if errors.Is(err, errLost) || errors.Is(err, errCreateConflict) {
 		return Outcome{Action: Abandon, Err: err}
 	}
-	return p.nakOutcome(t.d, err)
+	return p.nakOutcome(p.taskLog(t, ""), t.d, err)
 }
 
-// nakOutcome retries the delivery later, after an infrastructure error.
-func (p *Pipeline) nakOutcome(d Delivery, err error) Outcome {
-	p.d.Log.Warn("task delivery failed; retrying", "queue", d.Queue, "stream_seq", d.StreamSeq, "delivery", d.NumDelivered, "err", err)
+// nakOutcome retries the delivery later, after an infrastructure error;
+// log is the task's logger (taskLog or requestLog).
+func (p *Pipeline) nakOutcome(log *slog.Logger, d Delivery, err error) Outcome {
+	log.Warn("task delivery failed; retrying", "err", err)
 	return Outcome{Action: Nak, Delay: p.backoff(d.NumDelivered), Err: err}
 }

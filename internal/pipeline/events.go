@@ -39,7 +39,7 @@ func (p *Pipeline) acceptedEvent(t *taskRun) subjects.OutboxItem {
 	ev := p.event(t, subjects.EventTaskAccepted, subjects.ActorSystem, 1, 0)
 	ev.Timestamp = t.st.StartedAt // when this worker picked the task up
 	ev.Action = "accepted"
-	ev.Input = p.shrink(context.Background(), mustJSON(t.req))
+	ev.Input = p.shrink(context.Background(), t, mustJSON(t.req))
 	ev.Metadata = mustJSON(map[string]any{"queue": t.d.Queue, "stream_seq": t.d.StreamSeq})
 	return item(ev)
 }
@@ -111,13 +111,13 @@ func mustJSON(v any) json.RawMessage {
 
 // shrink stores oversized fields as blobs; on failure the value is replaced
 // by a note, since no event may exceed the server's message limit.
-func (p *Pipeline) shrink(ctx context.Context, raw json.RawMessage) json.RawMessage {
+func (p *Pipeline) shrink(ctx context.Context, t *taskRun, raw json.RawMessage) json.RawMessage {
 	if p.d.Blobs == nil {
 		return raw
 	}
 	out, err := p.d.Blobs.Shrink(ctx, raw)
 	if err != nil {
-		p.d.Log.Warn("could not store a large value as a blob", "bytes", len(raw), "err", err)
+		p.taskLog(t, "").Warn("could not store a large value as a blob", "bytes", len(raw), "err", err)
 		return mustJSON(map[string]any{"omitted": true, "bytes": len(raw), "error": err.Error()})
 	}
 	return out

@@ -49,12 +49,12 @@ func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Rol
 		if out, done := p.reclaim(ctx, t); done {
 			return out
 		}
-		return p.nakOutcome(t.d, err)
+		return p.nakOutcome(p.taskLog(t, ""), t.d, err)
 	}
 	if cerr != nil {
 		return p.errOutcome(t, cerr)
 	}
-	p.d.Log.Info("role failed; retrying", "workflow", t.req.Workflow, "task", t.req.ID, "role", role, "attempt", attempt, "delivery", t.d.NumDelivered, "err", err)
+	p.taskLog(t, role).Info("role failed; retrying", "err", err)
 	return Outcome{Action: Nak, Delay: p.backoff(t.d.NumDelivered), Err: err}
 }
 
@@ -72,14 +72,14 @@ func (p *Pipeline) fail(ctx context.Context, t *taskRun, attempt int, reason sub
 		if out, done := p.reclaim(ctx, t); done {
 			return out
 		}
-		return p.nakOutcome(t.d, errors.New("task state appeared while failing it"))
+		return p.nakOutcome(p.taskLog(t, ""), t.d, errors.New("task state appeared while failing it"))
 	}
 	if err != nil {
 		return p.errOutcome(t, err)
 	}
 	p.d.Metrics.TaskDone(subjects.EventTaskFailed)
 	p.learn(ctx, t, failedRole(t), attempt, string(reason), text, "", subjects.EventTaskFailed)
-	p.d.Log.Warn("task failed", "workflow", t.req.Workflow, "task", t.req.ID, "reason", reason, "err", text)
+	p.taskLog(t, failedRole(t)).Warn("task failed", "reason", reason, "err", text)
 	return Outcome{Action: Term, Terminal: subjects.EventTaskFailed, Reason: reason}
 }
 

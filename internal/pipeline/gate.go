@@ -58,7 +58,7 @@ func (p *Pipeline) park(ctx context.Context, t *taskRun, pending []subjects.Outb
 	if err != nil {
 		return p.errOutcome(t, err)
 	}
-	p.d.Log.Info("task parked: its workflow is paused", "workflow", t.req.Workflow, "task", t.req.ID, "stage", t.st.Stage)
+	p.taskLog(t, "").Info("task parked: its workflow is paused", "stage", t.st.Stage)
 	p.settleParked(ctx, t)
 	return Outcome{Action: Ack}
 }

@@ -11,10 +11,11 @@ import (
 // reject ends a request that cannot run: one DLQ entry, one task_rejected
 // event, then Term. It is decided on the first delivery and never retried.
 func (p *Pipeline) reject(ctx context.Context, d Delivery, rej *subjects.RejectError) Outcome {
-	if err := p.publishDLQ(ctx, d, rej.Reason, rej.Msg, rej.Workflow, rej.Task); err != nil {
-		return p.nakOutcome(d, err)
-	}
 	wf, task := orReserved(rej.Workflow), orReserved(rej.Task)
+	log := p.requestLog(d, wf, task)
+	if err := p.publishDLQ(ctx, d, rej.Reason, rej.Msg, rej.Workflow, rej.Task); err != nil {
+		return p.nakOutcome(log, d, err)
+	}
 	ev := &subjects.AuditEvent{
 		EventID:    subjects.EventID(wf, task, 0, subjects.ActorSystem, subjects.EventTaskRejected, d.StreamSeq),
 		EventType:  subjects.EventTaskRejected,
@@ -29,10 +30,10 @@ func (p *Pipeline) reject(ctx context.Context, d Delivery, rej *subjects.RejectE
 		Input:      mustJSON(map[string]any{"queue": d.Queue, "stream_seq": d.StreamSeq, "bytes": len(d.Body)}),
 	}
 	if _, err := p.d.Publisher.PublishEvent(ctx, ev, traceparentOf(d), false, 0); err != nil {
-		return p.nakOutcome(d, err)
+		return p.nakOutcome(log, d, err)
 	}
 	p.d.Metrics.TaskDone(subjects.EventTaskRejected)
-	p.d.Log.Warn("task rejected", "queue", d.Queue, "stream_seq", d.StreamSeq, "workflow", wf, "task", task, "reason", rej.Reason, "err", rej.Msg)
+	log.Warn("task rejected", "reason", rej.Reason, "err", rej.Msg)
 	return Outcome{Action: Term, Terminal: subjects.EventTaskRejected, Reason: rej.Reason}
 }
 

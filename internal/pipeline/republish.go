@@ -38,17 +38,17 @@ func (p *Pipeline) Republish(ctx context.Context, st state.Task) error {
 func (p *Pipeline) settleParked(ctx context.Context, t *taskRun) {
 	ws, err := p.d.State.GetWorkflow(ctx, t.req.Workflow)
 	if err != nil && err != state.ErrNotFound {
-		p.d.Log.Warn("parked task: could not re-read its workflow", "workflow", t.req.Workflow, "task", t.req.ID, "err", err)
+		p.taskLog(t, "").Warn("parked task: could not re-read its workflow", "err", err)
 		return
 	}
 	switch {
 	case err == state.ErrNotFound || ws.State == subjects.StateRunning:
 		if err := p.Republish(ctx, state.Task{TaskState: t.st, Revision: t.rev}); err != nil {
-			p.d.Log.Warn("parked task: could not publish it for resumption", "err", err)
+			p.taskLog(t, "").Warn("parked task: could not publish it for resumption", "err", err)
 		}
 	case ws.State == subjects.StateCancelled:
 		if _, err := p.CancelParked(ctx, t.req.Workflow, t.req.ID, ws.Reason); err != nil {
-			p.d.Log.Warn("parked task: could not cancel it", "err", err)
+			p.taskLog(t, "").Warn("parked task: could not cancel it", "err", err)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func (p *Pipeline) run(ctx context.Context, t *taskRun) Outcome {
 				return out
 			}
 		default:
-			return p.nakOutcome(t.d, fmt.Errorf("task %s/%s has unknown stage %q", t.req.Workflow, t.req.ID, t.st.Stage))
+			return p.nakOutcome(p.taskLog(t, ""), t.d, fmt.Errorf("task %s/%s has unknown stage %q", t.req.Workflow, t.req.ID, t.st.Stage))
 		}
 	}
 }
@@ -76,7 +76,7 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	round := t.st.Attempt
 	plan, err := p.output(ctx, t, subjects.RolePlanner, t.plan)
 	if err != nil {
-		return p.nakOutcome(t.d, err), true
+		return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
 	}
 	var (
 		change  json.RawMessage
@@ -93,7 +93,7 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	} else {
 		implKey = t.st.Outputs[subjects.RoleImplementer]
 		if change, err = p.output(ctx, t, subjects.RoleImplementer, nil); err != nil {
-			return p.nakOutcome(t.d, err), true
+			return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
 		}
 	}
 	keepChange := func(s *subjects.TaskState) {
@@ -117,7 +117,7 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	}
 	switch {
 	case rr.res.Action == subjects.VerdictApprove:
-		result := p.shrink(ctx, mustJSON(map[string]any{"change": json.RawMessage(change), "verdict": json.RawMessage(rr.res.Output), "attempts": round}))
+		result := p.shrink(ctx, t, mustJSON(map[string]any{"change": json.RawMessage(change), "verdict": json.RawMessage(rr.res.Output), "attempts": round}))
 		items = append(items, p.completedEvent(t, round, result))
 		err = p.commit(ctx, t, func(s *subjects.TaskState) {
 			setOutputs(s)
@@ -162,7 +162,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (ro
 			p.d.Metrics.RoleDone(req.Role, p.ids[i], true, 0, nil)
 			return rr, nil
 		}
-		p.d.Log.Warn("cached result refers to a missing blob; running the role", "key", key, "err", err)
+		p.taskLog(t, req.Role).Warn("cached result refers to a missing blob; running the role", "key", key, "err", err)
 	}
 	if t.d.Stale != nil && t.d.Stale() {
 		return rr, fmt.Errorf("%s: not started: %w", req.Role, ErrClaimLost)
@@ -178,13 +178,13 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (ro
 		return rr, fmt.Errorf("%s: %w", req.Role, err)
 	}
 	rr.res = res
-	rr.stored = p.shrink(ctx, res.Output)
+	rr.stored = p.shrink(ctx, t, res.Output)
 	stored := res
 	stored.Output = rr.stored
 	// The put does not hold up the next role; the next commit waits for it,
 	// so a result is in the cache before the state says the role is done.
 	if f, err := p.d.Cache.PutAsync(p.d.JS, key, stored); err != nil {
-		p.d.Log.Warn("cache put failed", "key", key, "err", err)
+		p.taskLog(t, req.Role).Warn("cache put failed", "key", key, "err", err)
 		p.d.Metrics.CachePutFailed()
 	} else {
 		t.puts = append(t.puts, pendingPut{key: key, f: f})
@@ -205,7 +205,7 @@ func (p *Pipeline) settlePuts(ctx context.Context, t *taskRun) {
 		select {
 		case <-pp.f.Ok():
 		case err := <-pp.f.Err():
-			p.d.Log.Warn("cache put failed", "key", pp.key, "err", err)
+			p.taskLog(t, "").Warn("cache put failed", "key", pp.key, "err", err)
 			p.d.Metrics.CachePutFailed()
 		case <-ctx.Done():
 			return

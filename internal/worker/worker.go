@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,16 @@ type Config struct {
 	Runners     runner.Set              // default: the sim runner for every role
 	Lessons     pipeline.Lessons        // records and recalls lessons (default: the DROVER_LESSONS stream)
 	Log         *slog.Logger
-	Metrics     pipeline.Metrics
+	// Metrics receives the pipeline's events (nil: none). When it also
+	// implements consumers.Metrics, as ops.Metrics does, the task
+	// consumers report to it too.
+	Metrics pipeline.Metrics
+	// Version is the build version the worker reports on its micro service
+	// and status endpoint (default "dev").
+	Version string
+	// ReadyCache is how long CheckReady reuses its JetStream check
+	// (default 3s), so frequent probes do not load the server.
+	ReadyCache time.Duration
 }
 
 // Worker is a running (or runnable) worker.
@@ -55,8 +65,17 @@ type Worker struct {
 	pool      *pool.Pool
 	res       *broker.Resources
 	consumers []*consumers.TaskConsumer
-	ready     atomic.Bool
 	started   chan struct{}
+	id, host  string
+	counts    *counts
+
+	phase     atomic.Int32 // phaseNew .. phaseStopped
+	dead      atomic.Pointer[error]
+	startedAt atomic.Pointer[time.Time]
+
+	probeMu  sync.Mutex // guards the cached JetStream check
+	probedAt time.Time
+	probeErr error
 }
 
 // New validates cfg and returns a worker on the connection nc.
@@ -87,6 +106,12 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.ReadyCache <= 0 {
+		cfg.ReadyCache = 3 * time.Second
+	}
 	cfg.Streams.Names = cfg.Names
 	cfg.Pipeline.MaxDeliver = cfg.Consumer.MaxDeliver
 	js, err := jetstream.New(nc)
@@ -96,25 +121,19 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.Lessons == nil {
 		cfg.Lessons = lessons.New(js, cfg.Names, cfg.Log, lessons.Options{})
 	}
-	return &Worker{cfg: cfg, nc: nc, js: js, pool: pool.New(cfg.Concurrency), started: make(chan struct{})}, nil
+	w := &Worker{cfg: cfg, nc: nc, js: js, pool: pool.New(cfg.Concurrency), started: make(chan struct{}),
+		id: cfg.Pipeline.Worker, counts: &counts{next: cfg.Metrics}}
+	if w.id == "" {
+		w.id = "drover" // the pipeline's default
+	}
+	if w.host, err = os.Hostname(); err != nil {
+		w.host = "unknown"
+	}
+	return w, nil
 }
 
 // Started is closed once the worker's consumers are fetching.
 func (w *Worker) Started() <-chan struct{} { return w.started }
-
-// Ready reports whether the worker is connected, provisioned and fetching,
-// and not draining.
-func (w *Worker) Ready() bool {
-	if !w.ready.Load() || w.nc.Status() != nats.CONNECTED {
-		return false
-	}
-	for _, c := range w.consumers {
-		if !c.Fetching() {
-			return false
-		}
-	}
-	return true
-}
 
 // Pool returns the worker's pool, for its counters.
 func (w *Worker) Pool() *pool.Pool { return w.pool }
@@ -126,8 +145,17 @@ func (w *Worker) Consumers() []*consumers.TaskConsumer { return w.consumers }
 func (w *Worker) Resources() *broker.Resources { return w.res }
 
 // Run provisions, consumes until ctx ends, then drains within the grace
-// period. It returns nil after a clean drain.
-func (w *Worker) Run(ctx context.Context) error {
+// period. It returns nil after a clean drain. A worker runs once.
+func (w *Worker) Run(ctx context.Context) (err error) {
+	if !w.phase.CompareAndSwap(phaseNew, phaseStarting) {
+		return errors.New("worker: Run called twice")
+	}
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			w.died(fmt.Errorf("worker stopped: %w", err))
+		}
+		w.phase.Store(phaseStopped)
+	}()
 	res, err := broker.Provision(ctx, w.js, w.cfg.Streams, w.cfg.Log)
 	if err != nil {
 		return err
@@ -150,7 +178,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		Blobs:     blobs.New(res.Blobs),
 		Runners:   w.cfg.Runners,
 		Log:       w.cfg.Log,
-		Metrics:   w.cfg.Metrics,
+		Metrics:   w.counts,
 		Workflows: gate,
 		Lessons:   w.cfg.Lessons,
 	}, w.cfg.Pipeline)
@@ -159,37 +187,61 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer stopCtl()
+	cm, _ := w.cfg.Metrics.(consumers.Metrics)
 	for _, q := range w.cfg.Queues {
 		ensure := func(ctx context.Context) (jetstream.Consumer, error) {
 			return broker.EnsureConsumer(ctx, w.js, w.cfg.Names, q, w.cfg.Consumer, w.cfg.Log)
 		}
 		w.consumers = append(w.consumers, consumers.New(consumers.Config{
 			Queue: q, AckWait: w.cfg.Consumer.AckWait, Grace: w.cfg.Grace, FetchWait: w.cfg.FetchWait, Watchdog: w.cfg.Watchdog,
+			Metrics: cm,
 		}, ensure, w.pool, p, w.cfg.Log))
 	}
+	return w.consume(ctx)
+}
+
+// consume runs the consume loops and the micro service until ctx ends,
+// then drains: the loops stop fetching and finish (or hand back) their
+// tasks, and the service is stopped last.
+func (w *Worker) consume(ctx context.Context) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
-	for _, c := range w.consumers {
+	for i, c := range w.consumers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := c.Run(ctx); err != nil {
+			err := c.Run(ctx)
+			if ctx.Err() == nil {
+				w.died(fmt.Errorf("queue %s: consume loop exited: %v", w.cfg.Queues[i], err))
+			}
+			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
 			}
 		}()
 	}
-	w.ready.Store(true)
+	now := time.Now()
+	w.startedAt.Store(&now)
+	svc, err := w.startService(now)
+	if err != nil {
+		w.cfg.Log.Warn("not registered as a NATS micro service; drover status will not list this worker", "err", err)
+	}
+	w.phase.Store(phaseRunning)
 	close(w.started)
-	w.cfg.Log.Info("worker started", "worker", w.cfg.Pipeline.Worker, "queues", w.cfg.Queues, "concurrency", w.cfg.Concurrency)
+	w.cfg.Log.Info("worker started", "worker", w.id, "queues", w.cfg.Queues, "concurrency", w.cfg.Concurrency)
 	<-ctx.Done()
-	w.ready.Store(false)
+	w.phase.Store(phaseDraining)
 	w.cfg.Log.Info("draining", "in_flight", w.pool.Stats().InFlight, "grace", w.cfg.Grace)
 	wg.Wait()
+	if svc != nil {
+		if err := svc.Stop(); err != nil {
+			w.cfg.Log.Warn("stopping the micro service", "err", err)
+		}
+	}
 	if err := w.nc.Flush(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		w.cfg.Log.Warn("flush at shutdown failed", "err", err)
 	}

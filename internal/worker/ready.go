@@ -1,0 +1,102 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// The phases of a worker's life, in order.
+const (
+	phaseNew int32 = iota
+	phaseStarting
+	phaseRunning
+	phaseDraining
+	phaseStopped
+)
+
+// jsProbeTimeout bounds one JetStream readiness check.
+const jsProbeTimeout = 2 * time.Second
+
+// CheckReady reports whether the worker should get work (nil) or why not.
+// It is ready when it has started, is not draining, its connection is up,
+// every queue's fetch loop runs, and JetStream answers for the audit and
+// DLQ streams, the state bucket and every queue's consumer (which lives on
+// the tasks stream). That last check is reused for Config.ReadyCache, so a
+// storm of probes costs the server one round of requests.
+func (w *Worker) CheckReady() error {
+	switch w.phase.Load() {
+	case phaseNew, phaseStarting:
+		return errors.New("starting: provisioning streams and consumers")
+	case phaseDraining:
+		return fmt.Errorf("draining: fetching stopped, tasks in flight: %d", w.pool.Stats().InFlight)
+	case phaseStopped:
+		return errors.New("stopped")
+	}
+	if st := w.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("NATS connection is %s", st)
+	}
+	for i, c := range w.consumers {
+		if !c.Fetching() {
+			return fmt.Errorf("queue %s: fetch loop is not running", w.cfg.Queues[i])
+		}
+	}
+	return w.checkJetStream()
+}
+
+// Ready reports whether CheckReady finds the worker ready.
+func (w *Worker) Ready() bool { return w.CheckReady() == nil }
+
+// CheckLive reports whether the worker is alive (nil) or why not: it is
+// not once a queue's consume loop, or Run itself, ended while the worker
+// was not being stopped. Starting, running and draining workers are live.
+func (w *Worker) CheckLive() error {
+	if p := w.dead.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// died records why the worker stopped working on its own; the first
+// reason is kept.
+func (w *Worker) died(err error) { w.dead.CompareAndSwap(nil, &err) }
+
+// checkJetStream runs the JetStream check, or returns the last result if
+// it is recent. Concurrent callers wait for one check rather than each
+// making their own.
+func (w *Worker) checkJetStream() error {
+	w.probeMu.Lock()
+	defer w.probeMu.Unlock()
+	if !w.probedAt.IsZero() && time.Since(w.probedAt) < w.cfg.ReadyCache {
+		return w.probeErr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jsProbeTimeout)
+	defer cancel()
+	w.probeErr = w.probeJetStream(ctx)
+	w.probedAt = time.Now()
+	return w.probeErr
+}
+
+// probeJetStream asks the server for the streams, bucket and consumers the
+// worker needs.
+func (w *Worker) probeJetStream(ctx context.Context) error {
+	n := w.cfg.Names
+	if _, err := w.res.Audit.Info(ctx); err != nil {
+		return fmt.Errorf("JetStream: stream %s: %w", n.AuditStream(), err)
+	}
+	if _, err := w.res.DLQ.Info(ctx); err != nil {
+		return fmt.Errorf("JetStream: stream %s: %w", n.DLQStream(), err)
+	}
+	if _, err := w.res.State.Status(ctx); err != nil {
+		return fmt.Errorf("JetStream: bucket %s: %w", n.StateBucket(), err)
+	}
+	for _, q := range w.cfg.Queues {
+		if _, err := w.js.Consumer(ctx, n.TasksStream(), n.Consumer(q)); err != nil {
+			return fmt.Errorf("JetStream: queue %s: consumer %s on %s: %w", q, n.Consumer(q), n.TasksStream(), err)
+		}
+	}
+	return nil
+}
