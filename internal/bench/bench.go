@@ -50,6 +50,10 @@ type Config struct {
 	// URL is the NATS server to measure. Empty starts an embedded server
 	// in a temporary directory with Sync, removed after the run.
 	URL string
+	// Options are the credential and TLS options of the connections to
+	// URL (see broker.AuthOptions); they are ignored with the embedded
+	// server, which takes none.
+	Options []nats.Option
 	// Sync is the embedded server's fsync interval: 0 fsyncs before every
 	// acknowledgement. It is ignored with URL.
 	Sync time.Duration
@@ -115,6 +119,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		defer cleanup()
 		url = srv.ClientURL()
+		cfg.Options = nil
 	} else {
 		rep.Server, rep.Sync = "external", "the server's own"
 		cfg.Log.Warn("benchmarking an external server: its audit stream keeps the bench's events for good, and other traffic skews the figures", "queue", Queue)
@@ -176,9 +181,10 @@ func ParseSync(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// connect opens a connection of the bench, named for the server's view.
-func connect(url, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(url, nats.Name("drover bench "+name), nats.MaxReconnects(-1))
+// connect opens a connection of the bench, named for the server's view,
+// with opts (credentials and TLS) after the bench's own.
+func connect(url, name string, opts []nats.Option) (*nats.Conn, error) {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("drover bench " + name), nats.MaxReconnects(-1)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: connect (%s): %w", name, err)
 	}

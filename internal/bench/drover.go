@@ -25,12 +25,12 @@ import (
 // tasks submitted as fast as the server acknowledges them, and each task
 // followed to its terminal event.
 func runDrover(ctx context.Context, cfg Config, url string) (Phase, Writes, error) {
-	ncW, err := connect(url, "worker")
+	ncW, err := connect(url, "worker", cfg.Options)
 	if err != nil {
 		return Phase{}, Writes{}, err
 	}
 	defer ncW.Close()
-	ncP, err := connect(url, "producer")
+	ncP, err := connect(url, "producer", cfg.Options)
 	if err != nil {
 		return Phase{}, Writes{}, err
 	}

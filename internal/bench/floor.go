@@ -42,12 +42,12 @@ type floor struct {
 // least per-task work a worker could do with plain JetStream, with a pool
 // of the same size. It removes its streams and bucket afterwards.
 func runFloor(ctx context.Context, cfg Config, url string) (Phase, error) {
-	ncW, err := connect(url, "floor worker")
+	ncW, err := connect(url, "floor worker", cfg.Options)
 	if err != nil {
 		return Phase{}, err
 	}
 	defer ncW.Close()
-	ncP, err := connect(url, "floor producer")
+	ncP, err := connect(url, "floor producer", cfg.Options)
 	if err != nil {
 		return Phase{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/bench"
@@ -43,8 +44,14 @@ the append-only audit stream.`,
 			if err != nil {
 				return fmt.Errorf("--sync: %w", err)
 			}
+			var opts []nats.Option // credentials and TLS: for an external server only
+			if g.natsURL != "" {
+				if opts, err = g.natsOptions(); err != nil {
+					return err
+				}
+			}
 			cfg := bench.Config{
-				Tasks: tasks, Concurrency: concurrency, URL: g.natsURL, Sync: sync,
+				Tasks: tasks, Concurrency: concurrency, URL: g.natsURL, Options: opts, Sync: sync,
 				Names: g.names, Timeout: timeout, Log: g.log,
 			}
 			if tasks <= 0 || concurrency <= 0 {

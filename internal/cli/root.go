@@ -1,6 +1,8 @@
 // Package cli is Drover's command line: one file per subcommand. Every flag
 // can also be set by an environment variable DROVER_<FLAG> (upper case,
-// dashes as underscores); --nats-url also reads NATS_URL.
+// dashes as underscores); the connection flags also read the nats CLI's
+// variables (NATS_URL, NATS_USER, ...; see natsEnv) when their DROVER_*
+// variable is unset.
 package cli
 
 import (
@@ -15,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -28,6 +31,7 @@ const DefaultNATSURL = "nats://127.0.0.1:4222"
 // globals are the flags every command shares.
 type globals struct {
 	natsURL   string
+	auth      broker.AuthOptions // credentials and TLS of every connection
 	prefix    string
 	logFormat string
 	logLevel  string
@@ -90,6 +94,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.natsURL, "nats-url", "", "NATS server URL(s), comma-separated (env NATS_URL); serve embeds a server when empty, other commands use "+DefaultNATSURL)
+	addAuthFlags(pf, &g.auth)
 	pf.StringVar(&g.prefix, "prefix", subjects.DefaultPrefix, "name prefix of every subject, stream and bucket")
 	pf.StringVar(&g.logFormat, "log-format", "auto", "log format: auto (text on a terminal, JSON otherwise), text or json")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -100,22 +105,29 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // applyEnv sets every flag not given on the command line from its
-// environment variable.
-func applyEnv(cmd *cobra.Command) error {
+// environment variable: DROVER_<FLAG>, else the nats CLI's name of it.
+func applyEnv(cmd *cobra.Command) error { return applyEnvFrom(cmd, os.LookupEnv) }
+
+// applyEnvFrom is applyEnv with the environment read through lookup.
+func applyEnvFrom(cmd *cobra.Command, lookup func(string) (string, bool)) error {
 	var err error
 	set := func(f *pflag.Flag) {
 		if err != nil || f.Changed {
 			return
 		}
 		name := "DROVER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		v, ok := os.LookupEnv(name)
-		if !ok && f.Name == "nats-url" {
-			v, ok = os.LookupEnv("NATS_URL")
+		v, ok := lookup(name)
+		if alias := natsEnv[f.Name]; !ok && alias != "" {
+			name = alias
+			v, ok = lookup(alias)
 		}
 		if !ok {
 			return
 		}
 		if serr := f.Value.Set(v); serr != nil {
+			if secretFlags[f.Name] {
+				v = "<redacted>"
+			}
 			err = fmt.Errorf("%s=%q: %w", name, v, serr)
 			return
 		}

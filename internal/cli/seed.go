@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/subjects"
@@ -37,6 +38,9 @@ func seed(ctx context.Context, g *globals, w *worker.Worker, url string, f serve
 	}
 	cg := *g
 	cg.natsURL = url
+	if g.natsURL == "" {
+		cg.auth = broker.AuthOptions{} // the embedded server takes no credentials
+	}
 	c, err := cg.connect(ctx, "seed")
 	if err != nil {
 		g.log.Error("--submit", "err", err)

@@ -120,7 +120,13 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	}
 	url := g.natsURL
 	var emb *broker.Embedded
-	if url == "" {
+	var connOpts []nats.Option // credentials and TLS: for an external server only
+	if url != "" {
+		var err error
+		if connOpts, err = g.natsOptions(); err != nil {
+			return err
+		}
+	} else {
 		sync, err := parseSync(f.sync)
 		if err != nil {
 			return err
@@ -134,7 +140,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		g.log.Info("embedded NATS server", "url", url, "data", f.data, "sync", f.sync)
 	}
 	closed := make(chan struct{})
-	nc, err := broker.Connect(ctx, url, "drover worker "+id, nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	nc, err := broker.Connect(ctx, url, "drover worker "+id, append(connOpts, nats.ClosedHandler(func(*nats.Conn) { close(closed) }))...)
 	if err != nil {
 		return err
 	}
@@ -150,6 +156,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Grace:       f.grace,
 		Watchdog:    f.watchdog,
 		Runners:     runners,
+		Version:     Version,
 		Log:         g.log,
 		Metrics:     metrics,
 		Pipeline: pipeline.Config{
@@ -166,14 +173,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopHTTP(); wg.Wait() }()
 	if f.httpAddr != "" {
-		live := func() error { return nil }
-		ready := func() error {
-			if !w.Ready() {
-				return errors.New("not ready: starting, draining or disconnected")
-			}
-			return nil
-		}
-		hs, err := ops.Listen(f.httpAddr, live, ready, metrics.Registry, g.log)
+		hs, err := ops.Listen(f.httpAddr, w.CheckLive, w.CheckReady, metrics.Registry, g.log)
 		if err != nil {
 			return err
 		}

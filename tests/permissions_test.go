@@ -1,0 +1,298 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/cli"
+	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/subjects"
+)
+
+// permPasswords are the test passwords of deploy/nats/permissions.conf's users.
+var permPasswords = map[string]string{"producer": "producer-test-pw", "worker": "worker-test-pw", "investigator": "investigator-test-pw"}
+
+// auditGuard are the API subjects every profile is denied.
+var auditGuard = []string{
+	"$JS.API.STREAM.DELETE.DROVER_AUDIT", "$JS.API.STREAM.PURGE.DROVER_AUDIT",
+	"$JS.API.STREAM.MSG.DELETE.DROVER_AUDIT", "$JS.API.STREAM.UPDATE.DROVER_AUDIT",
+}
+
+// TestPermissionProfiles runs a server with deploy/nats/permissions.conf: a
+// worker process logged in as "worker" completes what "producer" submits,
+// "investigator" replays the audit but cannot submit, and none of the three
+// can delete, purge, delete a message of or update the audit stream.
+func TestPermissionProfiles(t *testing.T) {
+	t.Parallel()
+	s := startPermServer(t)
+	names := subjects.MustNames("drover")
+	spawn(t, "serve", "--nats-url", s.url, "--user", "worker", "--password", permPasswords["worker"],
+		"--http", "", "--log-format", "json", "--worker-id", "perm-worker", "--ack-wait", "2s").waitStarted(60 * time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	prod := s.connect(t, "producer")
+	after, err := producer.AuditLastSeq(ctx, prod.js, names)
+	require.NoError(t, err)
+	slow := withSim(task("perm", "T3"), `{"latency_ms": {"implementer": 1500}}`) // in-progress heartbeats
+	for _, r := range []subjects.TaskRequest{task("perm", "T1"), task("perm", "T2"), slow} {
+		_, err := producer.Publish(ctx, prod.js, names, subjects.DefaultQueue, r)
+		require.NoError(t, err)
+	}
+	done := map[string]subjects.EventType{}
+	require.NoError(t, producer.FollowTerminal(ctx, prod.js, names, "perm", after, func(tm producer.Terminal) bool {
+		done[tm.Event.TaskID] = tm.Event.EventType
+		return len(done) < 3
+	}))
+	require.Equal(t, map[string]subjects.EventType{"T1": subjects.EventTaskCompleted, "T2": subjects.EventTaskCompleted, "T3": subjects.EventTaskCompleted}, done)
+
+	// Client commands with --user and --password: submit and follow, then
+	// control a workflow (the worker answers on drover.ctl).
+	s.drover(t, "producer", "submit", "--workflow", "perm-cli", "--id", "C1", "--scope", "do C1", "--wait")
+	s.drover(t, "producer", "workflow", "pause", "perm-cli")
+	s.drover(t, "producer", "workflow", "resume", "perm-cli")
+
+	// The investigator replays the audit, finds the worker, cannot submit.
+	inv := s.connect(t, "investigator")
+	var replayed []subjects.AuditEvent
+	require.NoError(t, audit.Replay(ctx, inv.js, names, audit.Query{Workflow: "perm", Type: subjects.EventTaskCompleted}, func(r audit.Record) error {
+		replayed = append(replayed, r.Event)
+		return nil
+	}))
+	require.Len(t, replayed, 3)
+	require.Contains(t, s.drover(t, "investigator", "audit", "--workflow", "perm-cli"), "task_completed")
+	s.drover(t, "investigator", "audit", "verify")
+	require.Contains(t, s.drover(t, "investigator", "task", "get", "perm/T1"), "completed")
+	s.drover(t, "investigator", "workflow", "status", "perm")
+	s.drover(t, "investigator", "dlq", "ls")
+	s.drover(t, "investigator", "cache", "stats")
+	var ping struct{ ID string }
+	pong, err := inv.nc.Request("$SRV.PING.drover", nil, 10*time.Second)
+	require.NoError(t, err, "nats micro ping as investigator")
+	require.NoError(t, json.Unmarshal(pong.Data, &ping))
+	st, err := inv.nc.Request("drover.status."+ping.ID, nil, 10*time.Second)
+	require.NoError(t, err, "worker status endpoint as investigator")
+	require.Contains(t, string(st.Data), "perm-worker")
+	inv.refused(t, "drover.tasks.default", func(ctx context.Context) error {
+		_, err := producer.Publish(ctx, inv.js, names, subjects.DefaultQueue, task("perm-inv", "X"))
+		return err
+	})
+
+	before := auditIntact(t, inv.js, 0)
+	for _, u := range []*permConn{prod, s.connect(t, "worker"), inv} {
+		t.Run(u.user, func(t *testing.T) { u.refuseAuditDestruction(t) })
+	}
+	auditIntact(t, inv.js, before)
+	want := []string{"investigator drover.tasks.default"}
+	for _, user := range []string{"producer", "worker", "investigator"} {
+		for _, subj := range auditGuard {
+			want = append(want, user+" "+subj)
+		}
+	}
+	require.ElementsMatch(t, want, s.log.violations(), "the server refused exactly the calls meant to be refused")
+}
+
+// TestPermissionWrongPasswordIsRefusedWithoutEcho checks that a refused
+// login fails with a clear error that does not repeat the password.
+func TestPermissionWrongPasswordIsRefusedWithoutEcho(t *testing.T) {
+	t.Parallel()
+	s := startPermServer(t)
+	var stdout, stderr cliBuffer
+	code := cli.Execute(context.Background(), []string{"--nats-url", s.url, "--user", "worker", "--password", "not-the-password",
+		"--log-format", "text", "audit", "--workflow", "x"}, &stdout, &stderr)
+	require.Equal(t, 1, code)
+	require.Contains(t, strings.ToLower(stderr.String()), "authorization violation")
+	require.Contains(t, stderr.String(), "user worker, password set")
+	require.NotContains(t, stderr.String()+stdout.String(), "not-the-password")
+}
+
+// permServer is an in-process nats-server running permissions.conf with the
+// test passwords, on a random port, storing in a temporary directory.
+type permServer struct {
+	url string
+	log *violationLog
+}
+
+func startPermServer(t *testing.T) *permServer {
+	t.Helper()
+	conf, err := os.ReadFile("../deploy/nats/permissions.conf")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	vars := "# test passwords\n"
+	for user, pw := range permPasswords {
+		vars += fmt.Sprintf("DROVER_%s_PASSWORD: %q\n", strings.ToUpper(user), pw)
+	}
+	path := filepath.Join(dir, "server.conf")
+	require.NoError(t, os.WriteFile(path, append([]byte(vars), conf...), 0o600))
+	opts, err := server.ProcessConfigFile(path)
+	require.NoError(t, err)
+	opts.Host, opts.Port, opts.StoreDir, opts.NoSigs = "127.0.0.1", -1, filepath.Join(dir, "js"), true
+	srv, err := server.NewServer(opts)
+	require.NoError(t, err)
+	log := &violationLog{}
+	srv.SetLogger(log, false, false)
+	go srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	require.True(t, srv.ReadyForConnections(10*time.Second), "server not ready")
+	return &permServer{url: srv.ClientURL(), log: log}
+}
+
+// drover runs a client command in-process as user and returns its stdout.
+func (s *permServer) drover(t *testing.T, user string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var stdout, stderr cliBuffer
+	all := append([]string{"--nats-url", s.url, "--user", user, "--password", permPasswords[user], "--log-format", "text", "--log-level", "warn"}, args...)
+	code := cli.Execute(ctx, all, &stdout, &stderr)
+	require.Equal(t, 0, code, "drover %v as %s: %s", args, user, stderr.String())
+	return stdout.String()
+}
+
+// permConn is a connection as one user that collects the permission
+// violations the server reports to it.
+type permConn struct {
+	user       string
+	nc         *nats.Conn
+	js         jetstream.JetStream
+	violations chan error
+}
+
+func (s *permServer) connect(t *testing.T, user string) *permConn {
+	t.Helper()
+	opts, err := broker.AuthOptions{User: user, Password: permPasswords[user]}.Options()
+	require.NoError(t, err)
+	c := &permConn{user: user, violations: make(chan error, 64)}
+	opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			select {
+			case c.violations <- err:
+			default:
+			}
+		}
+	}))
+	c.nc, err = broker.Connect(context.Background(), s.url, "permissions test "+user, opts...)
+	require.NoError(t, err)
+	t.Cleanup(c.nc.Close)
+	c.js, err = jetstream.New(c.nc)
+	require.NoError(t, err)
+	return c
+}
+
+// refused runs call and requires the server to refuse its publish to
+// subject: it waits for the violation the server reports, then ends the
+// call (a refused request gets no answer) and requires that it failed.
+func (c *permConn) refused(t *testing.T, subject string, call func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- call(ctx) }()
+	want := fmt.Sprintf("%q", subject)
+	for {
+		select {
+		case v := <-c.violations:
+			if strings.Contains(v.Error(), want) {
+				cancel()
+				require.Error(t, <-errc, "%s as %s", subject, c.user)
+				return
+			}
+		case err := <-errc:
+			require.Error(t, err, "%s as %s: the call succeeded", subject, c.user)
+			errc = nil // it failed: wait for the violation that says why
+		case <-ctx.Done():
+			t.Fatalf("%s as %s: no permissions violation reported", subject, c.user)
+		}
+	}
+}
+
+// refuseAuditDestruction tries the four calls of auditGuard as c's user.
+func (c *permConn) refuseAuditDestruction(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := c.js.Stream(ctx, "DROVER_AUDIT")
+	require.NoError(t, err, "stream info as %s", c.user)
+	c.refused(t, auditGuard[0], func(ctx context.Context) error { return c.js.DeleteStream(ctx, "DROVER_AUDIT") })
+	c.refused(t, auditGuard[1], func(ctx context.Context) error { return st.Purge(ctx) })
+	c.refused(t, auditGuard[2], func(ctx context.Context) error { return st.DeleteMsg(ctx, 1) })
+	cfg := st.CachedInfo().Config
+	cfg.MaxAge, cfg.MaxMsgs = time.Minute, 1
+	c.refused(t, auditGuard[3], func(ctx context.Context) error {
+		_, err := c.js.UpdateStream(ctx, cfg)
+		return err
+	})
+}
+
+// auditIntact requires the audit stream to hold every event it ever stored
+// (no gap, nothing deleted), at least atLeast of them, with its append-only
+// settings; it returns the number of events.
+func auditIntact(t *testing.T, js jetstream.JetStream, atLeast uint64) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, "DROVER_AUDIT")
+	require.NoError(t, err)
+	info, err := st.Info(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, info.State.FirstSeq)
+	require.Equal(t, info.State.LastSeq, info.State.Msgs)
+	require.Zero(t, info.State.NumDeleted)
+	require.GreaterOrEqual(t, info.State.Msgs, atLeast)
+	require.True(t, info.Config.DenyDelete && info.Config.DenyPurge)
+	require.Zero(t, info.Config.MaxAge)
+	require.EqualValues(t, -1, info.Config.MaxMsgs)
+	return info.State.Msgs
+}
+
+// violationLog is the server's logger; it keeps the permission violations.
+type violationLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *violationLog) Errorf(format string, v ...any) {
+	if line := fmt.Sprintf(format, v...); strings.Contains(line, "Violation") {
+		l.mu.Lock()
+		l.lines = append(l.lines, line)
+		l.mu.Unlock()
+	}
+}
+func (l *violationLog) Noticef(string, ...any) {}
+func (l *violationLog) Warnf(string, ...any)   {}
+func (l *violationLog) Fatalf(string, ...any)  {}
+func (l *violationLog) Debugf(string, ...any)  {}
+func (l *violationLog) Tracef(string, ...any)  {}
+
+// violations returns "<user> <subject>" of each publish the server refused.
+func (l *violationLog) violations() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range l.lines {
+		if m := violationRe.FindStringSubmatch(line); m != nil {
+			line = m[1] + " " + m[2]
+		}
+		out = append(out, line) // any other violation stays whole: never expected
+	}
+	return out
+}
+
+// violationRe reads the server's log line of a refused publish.
+var violationRe = regexp.MustCompile(`user:(\w+)" - Publish Violation - Subject "([^"]+)"`)
