@@ -16,6 +16,7 @@ import (
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/tracing"
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/subjects"
 )
@@ -146,6 +147,21 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	}
 	defer nc.Close()
 
+	tracer, err := tracing.FromEnv(ctx, tracing.Options{WorkerID: id, Version: Version, Log: g.log})
+	if err != nil {
+		return err
+	}
+	defer func() { // after the drain: every span has ended
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tracer.Shutdown(sctx); err != nil {
+			g.log.Warn("tracing: spans not exported at shutdown", "err", err)
+		}
+	}()
+	if tracer.Enabled() {
+		g.log.Info("tracing: exporting spans over OTLP/HTTP")
+	}
+
 	metrics := ops.NewMetrics()
 	w, err := worker.New(nc, worker.Config{
 		Names:       g.names,
@@ -159,6 +175,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Version:     Version,
 		Log:         g.log,
 		Metrics:     metrics,
+		Tracer:      tracer,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},

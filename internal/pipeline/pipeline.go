@@ -98,6 +98,8 @@ type Deps struct {
 	// Lessons records rejections and failures and feeds the planner
 	// (nil: no lessons).
 	Lessons Lessons
+	// Tracer starts a span per delivery and per role (nil: NopTracer).
+	Tracer Tracer
 }
 
 // Config holds the pipeline's settings. Zero fields take their defaults.
@@ -148,6 +150,7 @@ type Pipeline struct {
 	cfg     Config
 	runners [3]runner.Runner
 	ids     [3]string
+	kinds   [3]string // the ids without their fingerprints, for spans
 }
 
 // New returns a Pipeline.
@@ -159,10 +162,14 @@ func New(d Deps, cfg Config) *Pipeline {
 	if d.Metrics == nil {
 		d.Metrics = nopMetrics{}
 	}
+	if d.Tracer == nil {
+		d.Tracer = NopTracer{}
+	}
 	p := &Pipeline{d: d, cfg: cfg}
 	for i, r := range subjects.Roles {
 		base := d.Runners.For(r)
 		p.ids[i] = base.Identity()
+		p.kinds[i] = runnerKind(p.ids[i])
 		p.runners[i] = runner.Chain(base, runner.WithRecover(), runner.WithTimeout(cfg.RoleTimeout))
 	}
 	return p
@@ -179,9 +186,15 @@ func roleIndex(r subjects.Role) int {
 }
 
 // Handle runs one delivery as far as it can go and says what to do with the
-// message.
-func (p *Pipeline) Handle(ctx context.Context, d Delivery) Outcome {
-	out := p.handle(ctx, d)
+// message. The delivery is traced as one span, a child of the request's
+// traceparent when it has one.
+func (p *Pipeline) Handle(ctx context.Context, d Delivery) (out Outcome) {
+	ctx, span := p.d.Tracer.StartTask(ctx, traceparentOf(d))
+	defer func() { endTask(span, out) }()
+	span.SetString(AttrQueue, d.Queue)
+	span.SetInt(AttrStreamSeq, int64(d.StreamSeq))
+	span.SetInt(AttrDelivery, int64(d.NumDelivered))
+	out = p.handle(ctx, d, span)
 	if out.Action == Nak && errors.Is(context.Cause(ctx), ErrClaimLost) {
 		// The message may belong to another delivery by now: a nak would
 		// hand it back under its new owner.
@@ -190,11 +203,15 @@ func (p *Pipeline) Handle(ctx context.Context, d Delivery) Outcome {
 	return out
 }
 
-func (p *Pipeline) handle(ctx context.Context, d Delivery) Outcome {
+func (p *Pipeline) handle(ctx context.Context, d Delivery, span Span) Outcome {
 	req, rej := subjects.DecodeTask(d.Body, p.cfg.Limits)
 	if rej != nil {
+		span.SetString(AttrWorkflow, orReserved(rej.Workflow))
+		span.SetString(AttrTask, orReserved(rej.Task))
 		return p.reject(ctx, d, rej)
 	}
+	span.SetString(AttrWorkflow, req.Workflow)
+	span.SetString(AttrTask, req.ID)
 	t, out, ok := p.claim(ctx, d, req)
 	if !ok {
 		return out

@@ -145,12 +145,27 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	}
 }
 
-// role runs one role through the cache: a hit costs no runner call.
-func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (roleResult, error) {
+// role runs one role through the cache, in its own span: a hit costs no
+// runner call. The runner gets the span's context as its traceparent (the
+// request's own when nothing is traced).
+func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr roleResult, err error) {
 	i := roleIndex(req.Role)
 	req.Try = t.st.Tries[req.Role] + 1
+	ctx, span := p.d.Tracer.StartRole(ctx, req.Role)
+	span.SetString(AttrRole, string(req.Role))
+	span.SetInt(AttrAttempt, int64(req.Attempt))
+	span.SetInt(AttrTry, int64(req.Try))
+	span.SetString(AttrRunner, p.kinds[i])
+	defer func() {
+		span.SetBool(AttrCached, rr.cached)
+		span.SetError(err)
+		span.End()
+	}()
+	if req.TraceParent = span.TraceParent(); req.TraceParent == "" {
+		req.TraceParent = t.traceparent
+	}
 	key := cache.Key(p.ids[i], req)
-	rr := roleResult{role: req.Role, attempt: req.Attempt, key: key, input: map[string]any{"cache_key": key, "attempt": req.Attempt}}
+	rr = roleResult{role: req.Role, attempt: req.Attempt, key: key, input: map[string]any{"cache_key": key, "attempt": req.Attempt}}
 	if req.Feedback != "" {
 		rr.input["feedback"] = req.Feedback
 	}

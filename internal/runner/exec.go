@@ -22,6 +22,9 @@ const (
 	PromptFileEnv = "DROVER_PROMPT_FILE"
 	// RoleEnv holds the role's name.
 	RoleEnv = "DROVER_ROLE"
+	// TraceParentEnv holds the role span's W3C traceparent, when there is
+	// one, so an agent can continue the trace.
+	TraceParentEnv = "TRACEPARENT"
 	// DefaultMaxOutputBytes bounds stdout.
 	DefaultMaxOutputBytes = 4 << 20
 	// DefaultMaxStderrBytes is how much of the end of stderr is kept.

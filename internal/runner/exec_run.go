@@ -42,6 +42,9 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("exec %s: encode stdin: %w", name, err)
 	}
 	vars := e.baseEnv()
+	if req.TraceParent != "" {
+		vars[TraceParentEnv] = req.TraceParent
+	}
 	path, err := e.resolve(vars)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: exec %s: %v", ErrPermanent, name, err)

@@ -75,7 +75,7 @@ func (o *OpenAI) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	key, keySet := o.apiKey()
-	raw, retries, err := o.post(ctx, body, key, keySet)
+	raw, retries, err := o.post(ctx, body, key, keySet, req.TraceParent)
 	if err != nil {
 		return Result{}, err
 	}
@@ -114,9 +114,10 @@ func (o *OpenAI) requestBody(req Request) ([]byte, error) {
 
 // post sends body until it succeeds, fails for good, runs out of retries
 // or ctx ends. It returns the response body and how many retries it took.
-func (o *OpenAI) post(ctx context.Context, body []byte, key string, keySet bool) ([]byte, int, error) {
+// A traceparent, when set, goes with every request.
+func (o *OpenAI) post(ctx context.Context, body []byte, key string, keySet bool, traceparent string) ([]byte, int, error) {
 	for retry := 0; ; retry++ {
-		raw, f := o.attempt(ctx, body, key, keySet)
+		raw, f := o.attempt(ctx, body, key, keySet, traceparent)
 		switch {
 		case f == nil:
 			return raw, retry, nil
@@ -136,7 +137,7 @@ func (o *OpenAI) post(ctx context.Context, body []byte, key string, keySet bool)
 }
 
 // attempt makes one HTTP request, bounded by RequestTimeout.
-func (o *OpenAI) attempt(ctx context.Context, body []byte, key string, keySet bool) ([]byte, *failure) {
+func (o *OpenAI) attempt(ctx context.Context, body []byte, key string, keySet bool, traceparent string) ([]byte, *failure) {
 	actx, cancel := context.WithTimeout(ctx, o.cfg.RequestTimeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, o.endpoint, bytes.NewReader(body))
@@ -147,6 +148,9 @@ func (o *OpenAI) attempt(ctx context.Context, body []byte, key string, keySet bo
 	hreq.Header.Set("Accept", "application/json")
 	if key != "" {
 		hreq.Header.Set("Authorization", "Bearer "+key)
+	}
+	if traceparent != "" {
+		hreq.Header.Set("traceparent", traceparent) // HTTP header names are case-insensitive
 	}
 	resp, err := o.opts.client.Do(hreq)
 	if err != nil {

@@ -23,8 +23,8 @@ var ErrTimeout = errors.New("role timed out")
 // ErrPanic is returned when a role panicked.
 var ErrPanic = errors.New("role panicked")
 
-// Request is everything a role sees. Every field except Try and Workflow
-// feeds the role's cache key.
+// Request is everything a role sees. Every field except Try, TraceParent
+// and Workflow feeds the role's cache key.
 type Request struct {
 	Role subjects.Role `json:"role"`
 	// Task is the request with defaults applied.
@@ -43,6 +43,11 @@ type Request struct {
 	// Try is which try of this role this is for the task, from 1. It is not
 	// part of the cache key.
 	Try int `json:"-"`
+	// TraceParent is the W3C trace context of the role's span (or the
+	// request's traceparent when tracing is off; "" when it has none).
+	// Runners pass it on: exec as the TRACEPARENT variable, openai as the
+	// traceparent header. It is not part of the cache key.
+	TraceParent string `json:"-"`
 }
 
 // Result is a role's successful result.

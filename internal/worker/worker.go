@@ -55,6 +55,10 @@ type Config struct {
 	// ReadyCache is how long CheckReady reuses its JetStream check
 	// (default 3s), so frequent probes do not load the server.
 	ReadyCache time.Duration
+	// Tracer starts a span per task delivery and per role (nil: none).
+	// The caller owns it and shuts it down after Run returns (see the
+	// tracing package).
+	Tracer pipeline.Tracer
 }
 
 // Worker is a running (or runnable) worker.
@@ -181,6 +185,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Metrics:   w.counts,
 		Workflows: gate,
 		Lessons:   w.cfg.Lessons,
+		Tracer:    w.cfg.Tracer,
 	}, w.cfg.Pipeline)
 	stopCtl, err := workflow.NewController(w.nc, w.js, w.cfg.Names, res.State, res.Audit, p, w.cfg.Log).Start(gateCtx)
 	if err != nil {
