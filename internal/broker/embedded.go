@@ -31,8 +31,12 @@ type EmbeddedConfig struct {
 	// (sync_interval: always); a longer interval is faster but a machine
 	// crash can lose acknowledged messages written within it.
 	Sync time.Duration
-	// ServerName names the server; optional.
+	// ServerName names the server; optional alone, required and unique
+	// within a cluster.
 	ServerName string
+	// Cluster joins the server to a NATS cluster; the zero value runs it
+	// alone.
+	Cluster ClusterConfig
 	// Logger receives the server's log, notices at debug level; nil
 	// discards it.
 	Logger *slog.Logger
@@ -106,6 +110,9 @@ func (cfg *EmbeddedConfig) serverOptions() (*server.Options, error) {
 		opts.SyncAlways = true
 	} else {
 		opts.SyncInterval = cfg.Sync
+	}
+	if err := cfg.Cluster.apply(opts, cfg.ServerName); err != nil {
+		return nil, err
 	}
 	return opts, nil
 }

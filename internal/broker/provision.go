@@ -26,7 +26,8 @@ type Settings struct {
 	// Names builds every stream and bucket name; it must come from
 	// subjects.NewNames.
 	Names subjects.Names
-	// Replicas of every stream and bucket (0 means 1).
+	// Replicas of every stream and bucket on a cluster (0 means 1); a
+	// single server always gets 1.
 	Replicas int
 	// DuplicateWindow of the task, audit and DLQ streams (default 2m).
 	DuplicateWindow time.Duration
@@ -91,6 +92,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, s Settings, log *slo
 	if log == nil {
 		log = slog.Default()
 	}
+	s.Replicas = Replicas(js, s.Replicas, log)
 	p := &provisioner{js: js, s: s, log: log}
 	var r Resources
 	// The audit stream first: a refused deployment creates nothing else.

@@ -215,19 +215,34 @@ type pendingPut struct {
 
 // settlePuts waits for the task's cache writes in flight. A failed write
 // only costs a future miss: it is counted and logged, never fatal.
+//
+// The wait is bounded: a reply lost with a server that died must not hold
+// the task (and its heartbeats) forever.
 func (p *Pipeline) settlePuts(ctx context.Context, t *taskRun) {
+	if len(t.puts) == 0 {
+		return
+	}
+	timer := time.NewTimer(putSettleTimeout)
+	defer timer.Stop()
+	defer func() { t.puts = t.puts[:0] }()
 	for _, pp := range t.puts {
 		select {
 		case <-pp.f.Ok():
 		case err := <-pp.f.Err():
 			p.taskLog(t, "").Warn("cache put failed", "key", pp.key, "err", err)
 			p.d.Metrics.CachePutFailed()
+		case <-timer.C:
+			p.taskLog(t, "").Warn("cache put unconfirmed; going on without it", "key", pp.key, "after", putSettleTimeout)
+			p.d.Metrics.CachePutFailed()
+			return
 		case <-ctx.Done():
 			return
 		}
 	}
-	t.puts = t.puts[:0]
 }
+
+// putSettleTimeout bounds the wait for a task's cache writes.
+const putSettleTimeout = 10 * time.Second
 
 // output returns a finished role's full output: from memory, else the
 // cache, else the role's audit event, which never expires.

@@ -118,7 +118,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	}
 	cfg.Streams.Names = cfg.Names
 	cfg.Pipeline.MaxDeliver = cfg.Consumer.MaxDeliver
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(10*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}

@@ -1,0 +1,260 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/subjects"
+)
+
+// plainBin is the drover binary built without the race detector: for NATS
+// nodes (whose code is not under test) and for throughput figures.
+var (
+	plainOnce sync.Once
+	plainBin  string
+	plainErr  error
+)
+
+func plainBinary(t *testing.T) string {
+	t.Helper()
+	plainOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "drover-plain-")
+		if err != nil {
+			plainErr = err
+			return
+		}
+		plainBin = filepath.Join(dir, "drover")
+		out, err := exec.Command("go", "build", "-o", plainBin, "../cmd/drover").CombinedOutput()
+		if err != nil {
+			plainErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, plainErr)
+	return plainBin
+}
+
+// spawnBin is spawn with a chosen binary.
+func spawnBin(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	cmd.Stdout = io.Discard
+	p := &proc{t: t, cmd: cmd, started: make(chan struct{}), exited: make(chan error, 1)}
+	require.NoError(t, cmd.Start())
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<16), 1<<20)
+		once := sync.Once{}
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				p.mu.Lock()
+				p.text = append(p.text, sc.Text())
+				p.mu.Unlock()
+				continue
+			}
+			p.mu.Lock()
+			p.logs = append(p.logs, m)
+			p.mu.Unlock()
+			if m["msg"] == "worker started" || m["msg"] == "nats server ready" {
+				once.Do(func() { close(p.started) })
+			}
+		}
+	}()
+	go func() {
+		<-scanned
+		p.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	return p
+}
+
+// stop signals the process and returns its exit error once it exited.
+// Unlike wait, it leaves the exit for the test's cleanup, which otherwise
+// waits 10 seconds for it.
+func (p *proc) stop(sig syscall.Signal, d time.Duration) error {
+	p.signal(sig)
+	err := p.wait(d)
+	p.exited <- err
+	return err
+}
+
+// connectBundle connects a bundle to servers that run as child processes.
+func connectBundle(t *testing.T, url string) *bundle {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return &bundle{t: t, url: url, nc: nc, js: js, names: subjects.MustNames("drover")}
+}
+
+// publishAsync publishes requests as producer.Publish does, without waiting
+// for each PubAck before the next, and waits for all of them.
+func (b *bundle) publishAsync(reqs []subjects.TaskRequest) {
+	b.t.Helper()
+	futures := make([]jetstream.PubAckFuture, 0, len(reqs))
+	for _, r := range reqs {
+		body, err := json.Marshal(r)
+		require.NoError(b.t, err)
+		msg := &nats.Msg{Subject: b.names.TaskSubject("default"), Header: nats.Header{}, Data: body}
+		msg.Header.Set(subjects.HeaderMsgID, subjects.TaskMsgID(r.Workflow, r.ID))
+		msg.Header.Set(subjects.HeaderContract, subjects.ContractVersion)
+		f, err := b.js.PublishMsgAsync(msg)
+		require.NoError(b.t, err)
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			require.NoError(b.t, err)
+		case <-time.After(30 * time.Second):
+			b.t.Fatal("no PubAck within 30s")
+		}
+	}
+}
+
+// Scenario: three worker processes share 3,000 tasks on one server. Each
+// does a share, and every task completes exactly once.
+func TestScaleThreeWorkersShare(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	workers := []string{"w1", "w2", "w3"}
+	for _, id := range workers {
+		b.startProc("--worker-id", id)
+	}
+	const n = 3000
+	reqs := make([]subjects.TaskRequest, n)
+	for i := range reqs {
+		reqs[i] = task("wf-scale", fmt.Sprintf("T%d", i))
+	}
+	start := time.Now()
+	after, err := producer.AuditLastSeq(context.Background(), b.js, b.names)
+	require.NoError(t, err)
+	b.publishAsync(reqs)
+	got := b.waitTerminal("wf-scale", after, n)
+	elapsed := time.Since(start)
+	require.Len(t, got, n)
+
+	share := map[string]int{}
+	for id, ev := range got {
+		require.Equal(t, subjects.EventTaskCompleted, ev.EventType, id)
+		share[ev.Worker]++
+	}
+	b.quiet("wf-scale", n)
+	t.Logf("%d tasks in %s (race detector on) by worker: %v", n, elapsed.Round(time.Millisecond), share)
+	require.Len(t, share, len(workers), "tasks done by: %v", share)
+	for _, id := range workers {
+		// A fair share is a third; each must do at least a tenth.
+		require.GreaterOrEqual(t, share[id], n/10, "worker %s did %d of %d (%v)", id, share[id], n, share)
+	}
+}
+
+// Throughput with 1, 2 and 3 worker processes, each run on a fresh server
+// process, with binaries built without the race detector. Every role of the
+// sim runner answers at once, so this measures Drover and NATS: per task
+// one work-queue message, five audit events, state writes by compare-and-set,
+// three cache lookups and writes. The configurations take turns, three
+// rounds, and the table shows each one's median, so a burst of load from
+// elsewhere on the machine does not favour one of them. Runs alone (not
+// parallel).
+func TestScaleThroughput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("throughput measurement: not in -short")
+	}
+	const tasks, rounds = 1000, 3
+	runs := map[int][]time.Duration{}
+	for range rounds {
+		for workers := 1; workers <= 3; workers++ {
+			runs[workers] = append(runs[workers], throughputRun(t, workers, tasks))
+		}
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "throughput: %d sim tasks per run, median of %d runs, one `drover server` (--sync always), workers at --concurrency 16, %d CPUs (%s/%s), no race detector\n",
+		tasks, rounds, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&sb, "| workers | median time | tasks/s | vs 1 worker | runs |\n|---|---|---|---|---|\n")
+	var base float64
+	for workers := 1; workers <= 3; workers++ {
+		d := runs[workers]
+		slices.Sort(d)
+		med := d[len(d)/2]
+		rate := float64(tasks) / med.Seconds()
+		if workers == 1 {
+			base = rate
+		}
+		var all []string
+		for _, x := range d {
+			all = append(all, x.Round(10*time.Millisecond).String())
+		}
+		fmt.Fprintf(&sb, "| %d | %s | %.0f | %.2fx | %s |\n", workers, med.Round(time.Millisecond), rate, rate/base, strings.Join(all, ", "))
+	}
+	t.Log("\n" + sb.String())
+}
+
+// throughputRun starts a server and workers, submits tasks and returns the
+// time from the first publish to the last terminal event.
+func throughputRun(t *testing.T, workers, tasks int) time.Duration {
+	t.Helper()
+	bin := plainBinary(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	srv := spawnBin(t, bin, "server", "--listen", addr, "--data", t.TempDir(), "--log-format", "json")
+	srv.waitStarted(60 * time.Second)
+	b := connectBundle(t, "nats://"+addr)
+	var procs []*proc
+	for i := range workers {
+		p := spawnBin(t, bin, "serve", "--nats-url", b.url, "--http", "", "--log-format", "json",
+			"--worker-id", fmt.Sprintf("tp%d-%d", workers, i))
+		p.waitStarted(60 * time.Second)
+		procs = append(procs, p)
+	}
+	wf := fmt.Sprintf("wf-tp%d", workers)
+	reqs := make([]subjects.TaskRequest, tasks)
+	for i := range reqs {
+		reqs[i] = task(wf, fmt.Sprintf("T%d", i))
+	}
+	after, err := producer.AuditLastSeq(context.Background(), b.js, b.names)
+	require.NoError(t, err)
+	start := time.Now()
+	b.publishAsync(reqs)
+	got := b.waitTerminal(wf, after, tasks)
+	elapsed := time.Since(start)
+	for id, ev := range got {
+		require.Equal(t, subjects.EventTaskCompleted, ev.EventType, id)
+	}
+	b.quiet(wf, tasks)
+	for _, p := range append(procs, srv) {
+		require.NoError(t, p.stop(syscall.SIGTERM, 60*time.Second))
+	}
+	return elapsed
+}
