@@ -50,7 +50,8 @@ type proc struct {
 	t       *testing.T
 	cmd     *exec.Cmd
 	started chan struct{}
-	exited  chan error
+	done    chan struct{} // closed when the process has exited
+	exitErr error         // its exit error, once done is closed
 	mu      sync.Mutex
 	logs    []map[string]any
 	text    []string
@@ -68,14 +69,17 @@ func (b *bundle) startProc(args ...string) *proc {
 
 // spawn runs the drover binary with args, collecting its JSON log lines.
 // The process is killed when the test ends.
-func spawn(t *testing.T, args ...string) *proc {
+func spawn(t *testing.T, args ...string) *proc { return spawnBin(t, binary(t), args...) }
+
+// spawnBin is spawn with a chosen binary.
+func spawnBin(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	cmd.Stdout = io.Discard
-	p := &proc{t: t, cmd: cmd, started: make(chan struct{}), exited: make(chan error, 1)}
+	p := &proc{t: t, cmd: cmd, started: make(chan struct{}), done: make(chan struct{})}
 	require.NoError(t, cmd.Start())
 	scanned := make(chan struct{})
 	go func() {
@@ -101,13 +105,14 @@ func spawn(t *testing.T, args ...string) *proc {
 	}()
 	go func() {
 		<-scanned
-		p.exited <- cmd.Wait()
+		p.exitErr = cmd.Wait()
+		close(p.done)
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Kill()
 		select {
-		case <-p.exited:
+		case <-p.done:
 		case <-time.After(10 * time.Second):
 		}
 		if t.Failed() {
@@ -126,8 +131,8 @@ func (p *proc) waitStarted(d time.Duration) {
 	p.t.Helper()
 	select {
 	case <-p.started:
-	case err := <-p.exited:
-		p.t.Fatalf("process exited at start: %v\n%s", err, p.stderrText())
+	case <-p.done:
+		p.t.Fatalf("process exited at start: %v\n%s", p.exitErr, p.stderrText())
 	case <-time.After(d):
 		p.t.Fatal("process did not start")
 	}
@@ -190,8 +195,8 @@ func (p *proc) signal(sig syscall.Signal) { require.NoError(p.t, p.cmd.Process.S
 // wait returns the process's exit error.
 func (p *proc) wait(d time.Duration) error {
 	select {
-	case err := <-p.exited:
-		return err
+	case <-p.done:
+		return p.exitErr
 	case <-time.After(d):
 		p.t.Fatalf("worker %d did not exit within %s", p.cmd.Process.Pid, d)
 		return nil

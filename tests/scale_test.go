@@ -1,11 +1,9 @@
 package tests
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,61 +49,10 @@ func plainBinary(t *testing.T) string {
 	return plainBin
 }
 
-// spawnBin is spawn with a chosen binary.
-func spawnBin(t *testing.T, bin string, args ...string) *proc {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	cmd.Stdout = io.Discard
-	p := &proc{t: t, cmd: cmd, started: make(chan struct{}), exited: make(chan error, 1)}
-	require.NoError(t, cmd.Start())
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<16), 1<<20)
-		once := sync.Once{}
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
-				p.mu.Lock()
-				p.text = append(p.text, sc.Text())
-				p.mu.Unlock()
-				continue
-			}
-			p.mu.Lock()
-			p.logs = append(p.logs, m)
-			p.mu.Unlock()
-			if m["msg"] == "worker started" || m["msg"] == "nats server ready" {
-				once.Do(func() { close(p.started) })
-			}
-		}
-	}()
-	go func() {
-		<-scanned
-		p.exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-		}
-	})
-	return p
-}
-
 // stop signals the process and returns its exit error once it exited.
-// Unlike wait, it leaves the exit for the test's cleanup, which otherwise
-// waits 10 seconds for it.
 func (p *proc) stop(sig syscall.Signal, d time.Duration) error {
 	p.signal(sig)
-	err := p.wait(d)
-	p.exited <- err
-	return err
+	return p.wait(d)
 }
 
 // connectBundle connects a bundle to servers that run as child processes.
