@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/runner"
@@ -121,29 +122,21 @@ func (b *bundle) waitTerminal(workflow string, after uint64, n int) map[string]s
 	return got
 }
 
-// events returns every audit event of a workflow, in order.
+// events returns every audit event of a workflow ("" for all), in order:
+// a replay up to the last event present when it starts.
 func (b *bundle) events(workflow string) []subjects.AuditEvent {
 	b.t.Helper()
-	ctx := context.Background()
-	filter := b.names.AuditFilter(workflow, "", "", "")
-	cons, err := b.js.OrderedConsumer(ctx, b.names.AuditStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
-	require.NoError(b.t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	var out []subjects.AuditEvent
-	for {
-		batch, err := cons.FetchNoWait(500)
-		require.NoError(b.t, err)
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			var ev subjects.AuditEvent
-			require.NoError(b.t, json.Unmarshal(m.Data(), &ev))
-			require.Equal(b.t, ev.EventID, m.Headers().Get("Nats-Msg-Id"))
-			out = append(out, ev)
-		}
-		if n == 0 {
-			return out
-		}
-	}
+	err := audit.Replay(ctx, b.js, b.names, audit.Query{Workflow: workflow}, func(r audit.Record) error {
+		require.NoError(b.t, r.Err)
+		require.Equal(b.t, r.Event.EventID, r.Headers.Get("Nats-Msg-Id"))
+		out = append(out, r.Event)
+		return nil
+	})
+	require.NoError(b.t, err)
+	return out
 }
 
 func (b *bundle) dlq() []*jetstream.RawStreamMsg {

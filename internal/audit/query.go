@@ -132,7 +132,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, names subjects.Names, q
 		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
 		cfg.OptStartTime = &since
 	}
-	cons, err := js.OrderedConsumer(ctx, names.AuditStream(), cfg)
+	cons, err := OrderedConsumer(ctx, js, names.AuditStream(), cfg)
 	if err != nil {
 		return stop(err)
 	}
@@ -159,7 +159,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, names subjects.Names, q
 		if err := fn(rec); err != nil {
 			return err
 		}
-		if !q.Follow && (md.Sequence.Stream >= lastSeq || md.NumPending == 0) {
+		if !q.Follow && md.Sequence.Stream >= lastSeq {
 			return nil
 		}
 	}
@@ -284,4 +284,25 @@ func shortError(msg string) string {
 		msg = string(r[:59]) + "…"
 	}
 	return msg
+}
+
+// OrderedConsumer creates an ordered consumer, retrying while JetStream is
+// briefly unavailable (a leader election on a cluster answers 503 or not at
+// all) until ctx ends. A missing stream is final.
+func OrderedConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	wait := 100 * time.Millisecond
+	for {
+		cons, err := js.OrderedConsumer(ctx, stream, cfg)
+		if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) || ctx.Err() != nil {
+			return cons, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }

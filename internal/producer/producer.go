@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -76,7 +77,7 @@ func FollowTerminal(ctx context.Context, js jetstream.JetStream, names subjects.
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = afterSeq + 1
 	}
-	cons, err := js.OrderedConsumer(ctx, names.AuditStream(), cfg)
+	cons, err := audit.OrderedConsumer(ctx, js, names.AuditStream(), cfg)
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", workflow, err)
 	}
