@@ -1,0 +1,80 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/worker"
+	"github.com/droverhq/drover/subjects"
+)
+
+// TestMain fails the package if any test leaves a goroutine behind: a
+// worker that has drained owns nothing that still runs.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// A worker runs tasks, then drains on cancel: Run returns nil, in-flight
+// work finishes within the grace period, and nothing is left running.
+func TestWorkerDrainsAndLeavesNothingBehind(t *testing.T) {
+	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Second})
+	require.NoError(t, err)
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.ClientURL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	names := subjects.MustNames(subjects.DefaultPrefix)
+
+	sim := runner.NewSim(runner.SimOptions{})
+	w, err := worker.New(nc, worker.Config{
+		Concurrency: 4, Runners: runner.SimSet(sim), FetchWait: 200 * time.Millisecond,
+		Grace: 30 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case <-w.Started():
+	case err := <-done:
+		t.Fatalf("worker stopped at start: %v", err)
+	}
+
+	after, err := producer.AuditLastSeq(ctx, js, names)
+	require.NoError(t, err)
+	for i := range 8 {
+		req := subjects.TaskRequest{Workflow: "wf-drain", ID: fmt.Sprintf("T%d", i), Scope: "s",
+			Metadata: map[string]json.RawMessage{"sim": json.RawMessage(`{"latency_ms": {"implementer": 200}}`)}}
+		_, err := producer.Publish(ctx, js, names, subjects.DefaultQueue, req)
+		require.NoError(t, err)
+	}
+	// Stop while tasks run: they finish within the grace period.
+	require.Eventually(t, func() bool { return sim.Calls(subjects.RoleImplementer) > 0 }, 30*time.Second, 5*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+
+	fctx, fcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer fcancel()
+	started := int(sim.Calls(subjects.RoleImplementer))
+	completed := 0
+	require.NoError(t, producer.FollowTerminal(fctx, js, names, "wf-drain", after, func(tm producer.Terminal) bool {
+		if tm.Event.EventType == subjects.EventTaskCompleted {
+			completed++
+		}
+		return completed < started
+	}))
+	require.Equal(t, started, completed, "every task that reached its implementer finished")
+}
