@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/lessons"
+	"github.com/droverhq/drover/internal/prompt"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/subjects"
@@ -83,6 +84,11 @@ func TestPlannerGetsLessonsOfItsType(t *testing.T) {
 	require.Equal(t, []string{lessons.Format(l)}, got, "B's planner sees A's lesson")
 	require.Contains(t, got[0], "[judge, attempt 1, rejected] the judge rejected attempt 1: ")
 	require.Contains(t, got[0], l.Feedback)
+	// The default planner prompt of B shows the lesson.
+	text, err := prompt.Defaults().Render(subjects.RolePlanner, prompt.Data{Role: subjects.RolePlanner, Task: bTask.WithDefaults(), Attempt: 1, Lessons: got})
+	require.NoError(t, err)
+	require.Contains(t, text, "Lessons from earlier tasks of this type:")
+	require.Contains(t, text, got[0])
 	got, ok = inputs.of("C")
 	require.True(t, ok)
 	require.Empty(t, got, "a docs task gets no refactor lessons")
