@@ -15,6 +15,7 @@ import (
 
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
@@ -33,14 +34,8 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Second})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	srv := natstest.Server(t, natstest.Sync(time.Second))
+	nc, js := natstest.Connect(t, srv.ClientURL())
 	return &bundle{t: t, srv: srv, url: srv.ClientURL(), nc: nc, js: js, names: subjects.MustNames("drover")}
 }
 

@@ -8,33 +8,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
 // rdNames are the names the read-side tests use.
 var rdNames = subjects.MustNames(subjects.DefaultPrefix)
 
+// rdSync is nats-server's own default fsync interval, which the read-side
+// tests' servers use.
+var rdSync = natstest.Sync(2 * time.Minute)
+
 // rdServer starts an embedded JetStream server with the audit stream and
 // returns a JetStream client on it; everything stops with the test.
 func rdServer(tb testing.TB, allowDirect bool) jetstream.JetStream {
 	tb.Helper()
-	s, err := server.NewServer(&server.Options{Port: -1, JetStream: true, StoreDir: tb.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(tb, err)
-	s.Start()
-	require.True(tb, s.ReadyForConnections(10*time.Second), "server not ready")
-	nc, err := nats.Connect(s.ClientURL())
-	require.NoError(tb, err)
-	tb.Cleanup(func() { nc.Close(); s.Shutdown(); s.WaitForShutdown() })
-	js, err := jetstream.New(nc)
-	require.NoError(tb, err)
-	_, err = js.CreateStream(context.Background(), jetstream.StreamConfig{
+	_, js := natstest.Connect(tb, natstest.Server(tb, rdSync).ClientURL())
+	_, err := js.CreateStream(context.Background(), jetstream.StreamConfig{
 		Name: rdNames.AuditStream(), Subjects: []string{rdNames.AuditWildcard()},
 		Storage: jetstream.FileStorage, DenyDelete: true, DenyPurge: true, AllowDirect: allowDirect,
 	})

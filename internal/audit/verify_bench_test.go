@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -38,19 +38,11 @@ func TestVerifyMillion(t *testing.T) {
 	}
 	url := os.Getenv("DROVER_VERIFY_URL") // a fresh server in another process
 	if url == "" {
-		srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Minute})
-		require.NoError(t, err)
-		t.Cleanup(srv.Shutdown)
-		url = srv.ClientURL()
+		url = natstest.Server(t, natstest.Sync(time.Minute)).ClientURL()
 	}
-	nc, err := nats.Connect(url)
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384))
-	require.NoError(t, err)
+	_, js := natstest.Connect(t, url, jetstream.WithPublishAsyncMaxPending(16384))
 	ctx := context.Background()
-	_, err = broker.Provision(ctx, js, broker.Settings{Names: rdNames}, quietLog())
-	require.NoError(t, err)
+	natstest.Provision(t, ctx, js, broker.Settings{Names: rdNames})
 
 	start := time.Now()
 	n := vfWriteMillion(t, js, tasks)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/audit"
-	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/runner"
@@ -24,14 +24,8 @@ import (
 // returns a client of that server.
 func vfWorker(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Second})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	srv := natstest.Server(t, natstest.Sync(time.Second))
+	_, js := natstest.Connect(t, srv.ClientURL())
 
 	wnc, err := nats.Connect(srv.ClientURL())
 	require.NoError(t, err)

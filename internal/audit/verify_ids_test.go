@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -72,15 +71,7 @@ func TestVerifyEventIDs(t *testing.T) {
 // the contract's, allows it: Verify must notice the gap.
 func TestVerifyMissingSequence(t *testing.T) {
 	t.Parallel()
-	s, err := server.NewServer(&server.Options{Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	s.Start()
-	require.True(t, s.ReadyForConnections(10*time.Second), "server not ready")
-	nc, err := nats.Connect(s.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(func() { nc.Close(); s.Shutdown(); s.WaitForShutdown() })
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	_, js := natstest.Connect(t, natstest.Server(t, rdSync).ClientURL())
 	ctx := context.Background()
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: rdNames.AuditStream(), Subjects: []string{rdNames.AuditWildcard()}})
 	require.NoError(t, err)

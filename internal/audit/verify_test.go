@@ -13,6 +13,7 @@ import (
 
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -62,16 +63,8 @@ func vDLQ(task string, seq uint64, reason subjects.Reason) vf {
 // shortest duplicate window, so a test can store an event ID twice.
 func vfProvision(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Minute})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	_, err = broker.Provision(context.Background(), js, broker.Settings{Names: rdNames, DuplicateWindow: 100 * time.Millisecond}, quietLog())
-	require.NoError(t, err)
+	_, js := natstest.Connect(t, natstest.Server(t, natstest.Sync(time.Minute)).ClientURL())
+	natstest.Provision(t, context.Background(), js, broker.Settings{Names: rdNames, DuplicateWindow: 100 * time.Millisecond})
 	return js
 }
 

@@ -11,13 +11,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/droverhq/drover/internal/blobs"
-	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -31,14 +30,7 @@ type testBundle struct {
 // setup starts an embedded server with a drover_blobs object store.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	_, js := natstest.Connect(t, natstest.Server(t).ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	obj, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "drover_blobs", Storage: jetstream.FileStorage})

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
@@ -34,20 +33,11 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Second})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
+	_, _, js, res := natstest.Provisioned(t, natstest.Sync(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	nc, err := broker.Connect(ctx, srv.ClientURL(), t.Name())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
 	names := subjects.MustNames("drover")
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	res, err := broker.Provision(ctx, js, broker.Settings{Names: names}, quiet)
-	require.NoError(t, err)
+	quiet := natstest.Quiet()
 	return &testBundle{ctx: ctx, js: js, names: names, res: res,
 		cache: cache.New(res.Cache, quiet), admin: cache.NewAdmin(js, names)}
 }

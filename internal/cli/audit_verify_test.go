@@ -5,16 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/audit"
-	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -53,18 +50,9 @@ func TestWriteVerifyReport(t *testing.T) {
 // stream exits 0, a broken one exits 1 and names the violation.
 func TestAuditVerifyCmd(t *testing.T) {
 	t.Parallel()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Second})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	srv, _, js, _ := natstest.Provisioned(t, natstest.Sync(time.Second))
 	names := subjects.MustNames(subjects.DefaultPrefix)
 	ctx := context.Background()
-	_, err = broker.Provision(ctx, js, broker.Settings{Names: names}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	require.NoError(t, err)
 
 	run := func(args ...string) (string, error) {
 		var out bytes.Buffer

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -133,16 +133,7 @@ func TestDLQViewOfBody(t *testing.T) {
 // server starts an embedded server with Drover's streams and buckets.
 func server(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	_, err = broker.Provision(t.Context(), js, broker.Settings{Names: names}, nil)
-	require.NoError(t, err)
+	_, _, js, _ := natstest.Provisioned(t)
 	return js
 }
 

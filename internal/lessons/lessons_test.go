@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/lessons"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -30,16 +29,7 @@ type testBundle struct {
 
 func setup(tb testing.TB) *testBundle {
 	tb.Helper()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: tb.TempDir(), Sync: time.Minute})
-	require.NoError(tb, err)
-	tb.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(tb, err)
-	tb.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(tb, err)
-	_, err = broker.Provision(context.Background(), js, broker.Settings{Names: names}, quiet())
-	require.NoError(tb, err)
+	_, _, js, _ := natstest.Provisioned(tb, natstest.Sync(time.Minute))
 	return &testBundle{js: js, now: &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
 }
 

@@ -2,18 +2,16 @@ package producer_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/subjects"
 )
@@ -33,18 +31,9 @@ type testBundle struct {
 // setup starts an embedded server with the contract's streams and buckets.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	_, _, js, res := natstest.Provisioned(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	res, err := broker.Provision(ctx, js, broker.Settings{Names: names}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	require.NoError(t, err)
 	return &testBundle{t: t, ctx: ctx, js: js, res: res, pub: audit.NewPublisher(js, names)}
 }
 

@@ -5,16 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/tune"
 	"github.com/droverhq/drover/subjects"
 )
@@ -30,16 +27,7 @@ type history struct {
 
 func setup(t *testing.T) *history {
 	t.Helper()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Minute})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	_, err = broker.Provision(context.Background(), js, broker.Settings{Names: names}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	require.NoError(t, err)
+	_, _, js, _ := natstest.Provisioned(t, natstest.Sync(time.Minute))
 	return &history{t: t, js: js, at: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 }
 

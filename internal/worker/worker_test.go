@@ -9,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
@@ -28,14 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // A worker runs tasks, then drains on cancel: Run returns nil, in-flight
 // work finishes within the grace period, and nothing is left running.
 func TestWorkerDrainsAndLeavesNothingBehind(t *testing.T) {
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Second})
-	require.NoError(t, err)
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
-	require.NoError(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	nc, js := natstest.Connect(t, natstest.Server(t, natstest.Sync(time.Second)).ClientURL())
 	names := subjects.MustNames(subjects.DefaultPrefix)
 
 	sim := runner.NewSim(runner.SimOptions{})

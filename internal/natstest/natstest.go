@@ -1,0 +1,82 @@
+// Package natstest starts embedded NATS servers with JetStream for tests.
+//
+// It is for tests only: import it from _test.go files, never from
+// production code. Everything it starts is stopped when the test ends, so
+// goleak checks keep passing. Package broker's own tests cannot use it
+// (natstest imports broker).
+package natstest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/subjects"
+)
+
+// Option adjusts the configuration of the server Server starts.
+type Option func(*broker.EmbeddedConfig)
+
+// Sync sets the server's fsync interval; without it the server fsyncs
+// before every acknowledgement (broker.EmbeddedConfig.Sync 0).
+func Sync(d time.Duration) Option {
+	return func(cfg *broker.EmbeddedConfig) { cfg.Sync = d }
+}
+
+// Server starts an embedded NATS server with JetStream in t.TempDir() on a
+// random port of 127.0.0.1, stopped at test end.
+func Server(t testing.TB, opts ...Option) *broker.Embedded {
+	t.Helper()
+	cfg := broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := broker.StartEmbedded(cfg)
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
+// Connect returns a plain nats.Connect connection to url and a JetStream
+// context of it, made with opts; the connection is closed at test end.
+func Connect(t testing.TB, url string, opts ...jetstream.JetStreamOpt) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, opts...)
+	require.NoError(t, err)
+	return nc, js
+}
+
+// Quiet is a logger that discards everything.
+func Quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Provision provisions Drover's streams and buckets with s on js, logging
+// to Quiet, and fails the test if that fails.
+func Provision(t testing.TB, ctx context.Context, js jetstream.JetStream, s broker.Settings) *broker.Resources {
+	t.Helper()
+	res, err := broker.Provision(ctx, js, s, Quiet())
+	require.NoError(t, err)
+	return res
+}
+
+// Provisioned starts a server, connects, provisions Drover's streams and
+// buckets under the default names (subjects.DefaultPrefix) and returns
+// everything a test needs.
+func Provisioned(t testing.TB, opts ...Option) (*broker.Embedded, *nats.Conn, jetstream.JetStream, *broker.Resources) {
+	t.Helper()
+	srv := Server(t, opts...)
+	nc, js := Connect(t, srv.ClientURL())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res := Provision(t, ctx, js, broker.Settings{Names: subjects.MustNames(subjects.DefaultPrefix)})
+	return srv, nc, js, res
+}
