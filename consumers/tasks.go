@@ -74,7 +74,6 @@ type TaskConsumer struct {
 
 	cons     atomic.Pointer[jetstream.Consumer]
 	fetching atomic.Bool
-	lastErr  atomic.Pointer[error]
 	stats    Stats
 }
 
@@ -145,7 +144,6 @@ func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 			continue
 		}
 		failures++
-		c.recordErr(err)
 		c.log.Warn("fetch failed", "err", err, "failures", failures)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrStreamNotFound) {
 			if cons, eerr := c.ensure(ctx); eerr == nil {
@@ -185,16 +183,6 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		return got, err
 	}
 	return got, nil
-}
-
-func (c *TaskConsumer) recordErr(err error) { c.lastErr.Store(&err) }
-
-// LastError returns the last fetch error, if any.
-func (c *TaskConsumer) LastError() error {
-	if p := c.lastErr.Load(); p != nil {
-		return *p
-	}
-	return nil
 }
 
 // wait blocks for d or until ctx is done.

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -118,6 +117,3 @@ func tokenOrReserved(id string) string {
 	}
 	return subjects.Token(id)
 }
-
-// FormatSeq renders a stream sequence for a header.
-func FormatSeq(seq uint64) string { return strconv.FormatUint(seq, 10) }

@@ -145,9 +145,6 @@ func (w *Worker) Pool() *pool.Pool { return w.pool }
 // Consumers returns the worker's task consumers.
 func (w *Worker) Consumers() []*consumers.TaskConsumer { return w.consumers }
 
-// Resources returns the provisioned streams and buckets (nil before Run).
-func (w *Worker) Resources() *broker.Resources { return w.res }
-
 // Run provisions, consumes until ctx ends, then drains within the grace
 // period. It returns nil after a clean drain. A worker runs once.
 func (w *Worker) Run(ctx context.Context) (err error) {
