@@ -288,13 +288,20 @@ func shortError(msg string) string {
 
 // OrderedConsumer creates an ordered consumer, retrying while JetStream is
 // briefly unavailable (a leader election on a cluster answers 503 or not at
-// all) until ctx ends. A missing stream is final.
+// all) until ctx ends. Each attempt has its own deadline, so a request lost
+// with a server that died is asked again instead of waiting out ctx. A
+// missing stream is final.
 func OrderedConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
 	wait := 100 * time.Millisecond
 	for {
-		cons, err := js.OrderedConsumer(ctx, stream, cfg)
-		if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) || ctx.Err() != nil {
+		actx, cancel := context.WithTimeout(ctx, orderedCreateTimeout)
+		cons, err := js.OrderedConsumer(actx, stream, cfg)
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) {
 			return cons, err
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -306,3 +313,7 @@ func OrderedConsumer(ctx context.Context, js jetstream.JetStream, stream string,
 		wait = min(2*wait, 2*time.Second)
 	}
 }
+
+// orderedCreateTimeout bounds one attempt to create an ordered consumer:
+// nats.go's default API timeout.
+const orderedCreateTimeout = 5 * time.Second

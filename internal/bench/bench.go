@@ -130,6 +130,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if rep.Floor, err = runFloor(ctx, cfg, url); err != nil {
 		return nil, err
 	}
+	if rep.Ops, err = runOps(ctx, cfg, url); err != nil {
+		return nil, err
+	}
 	rep.finish()
 	return rep, nil
 }

@@ -39,14 +39,18 @@ func TestRun(t *testing.T) {
 	require.EqualValues(t, n, rep.Writes.Request, "one stored request per task")
 	require.InDelta(t, rep.Writes.PerTaskExcl+1, rep.Writes.PerTask, 1e-9)
 	require.InDelta(t, 3, rep.Floor.WritesPerTask, 1e-9, "floor: request, KV put, audit publish")
+	require.Equal(t, n, rep.Ops.Completed)
+	require.InDelta(t, rep.Writes.PerTask, rep.Ops.WritesPerTask, 1e-9, "contract-ops stores what Drover stores")
 
-	for _, ph := range []Phase{rep.Drover, rep.Floor} {
+	for _, ph := range []Phase{rep.Drover, rep.Floor, rep.Ops} {
 		require.Positive(t, ph.TasksPerSec)
 		require.Positive(t, ph.P50)
 		require.GreaterOrEqual(t, ph.P99, ph.P50)
 		require.Positive(t, ph.Elapsed)
 	}
 	require.Positive(t, rep.RatioPct)
+	require.Positive(t, rep.OpsRatioPct)
+	require.InDelta(t, rep.RatioPct/rep.OpsRatioPct*100, rep.DroverOfOpsPct, 1e-6)
 	require.NotZero(t, prof.Len(), "cpu profile written")
 
 	var text bytes.Buffer
@@ -58,6 +62,7 @@ func TestRun(t *testing.T) {
 	var back map[string]any
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
 	require.Contains(t, back, "ratio_pct")
+	require.Contains(t, back, "contract_ops")
 
 	_, err = os.Stat(dir)
 	require.True(t, os.IsNotExist(err), "the store is removed after the run")

@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -55,11 +56,12 @@ func runDrover(ctx context.Context, cfg Config, url string) (Phase, Writes, erro
 	if err != nil {
 		return Phase{}, Writes{}, err
 	}
-	stop, err := startWorker(ctx, cfg, ncW, settings)
+	tr := newTerminals(fmt.Sprintf("bench-%d", time.Now().UnixNano()), cfg.Tasks)
+	stop, err := startWorker(ctx, cfg, ncW, settings, tr.record)
 	if err != nil {
 		return Phase{}, Writes{}, err
 	}
-	ph, runErr := measureDrover(ctx, cfg, js)
+	ph, runErr := measureDrover(ctx, cfg, js, tr)
 	if err := stop(); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -101,7 +103,7 @@ func currentSettings(ctx context.Context, js jetstream.JetStream, names subjects
 
 // startWorker runs a worker on nc until the returned stop is called, which
 // drains it and returns its error. It returns once the worker is fetching.
-func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings) (stop func() error, err error) {
+func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings, onTerminal func(wf, task string, et subjects.EventType)) (stop func() error, err error) {
 	w, err := worker.New(nc, worker.Config{
 		Names:       cfg.Names,
 		Queues:      []string{Queue},
@@ -109,7 +111,7 @@ func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker
 		Consumer:    broker.ConsumerSettings{MaxAckPending: max(broker.DefaultMaxAckPending, cfg.Concurrency)},
 		Streams:     settings,
 		Runners:     runner.SimSet(runner.NewSim(runner.SimOptions{})),
-		Pipeline:    pipeline.Config{Worker: "drover-bench"},
+		Pipeline:    pipeline.Config{Worker: "drover-bench", OnTerminal: onTerminal},
 		Log:         cfg.Log,
 	})
 	if err != nil {
@@ -137,63 +139,100 @@ func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker
 	}
 }
 
-// measureDrover submits the tasks, follows them to their terminal events
-// and times both, under a CPU profile when one is asked for.
-func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream) (Phase, error) {
+// terminals records when each bench task ended: when the worker had written
+// its terminal event, the point where the floor's handler records its own.
+type terminals struct {
+	wf                string
+	mu                sync.Mutex
+	end               []time.Time
+	completed, failed int
+	all               chan struct{}
+}
+
+func newTerminals(wf string, n int) *terminals {
+	return &terminals{wf: wf, end: make([]time.Time, n), all: make(chan struct{})}
+}
+
+func (tr *terminals) record(wf, task string, et subjects.EventType) {
+	now := time.Now()
+	i, ok := taskIndex(task, len(tr.end))
+	if wf != tr.wf || !ok {
+		return
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if !tr.end[i].IsZero() {
+		return
+	}
+	tr.end[i] = now
+	if et == subjects.EventTaskCompleted {
+		tr.completed++
+	} else {
+		tr.failed++
+	}
+	if tr.completed+tr.failed == len(tr.end) {
+		close(tr.all)
+	}
+}
+
+// measureDrover submits the tasks and times each to its terminal event,
+// under a CPU profile when one is asked for; then, untimed, it checks that
+// the audit stream holds a terminal event of every task.
+func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *terminals) (Phase, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errTimeout)
 	defer cancel()
 	after, err := producer.AuditLastSeq(ctx, js, cfg.Names)
 	if err != nil {
 		return Phase{}, fmt.Errorf("bench: %w", err)
 	}
+	timeout := func(err error, what string) error {
+		if c := context.Cause(ctx); errors.Is(c, errTimeout) {
+			return fmt.Errorf("%w after %s %s (raise --timeout)", errTimeout, cfg.Timeout, what)
+		}
+		return err
+	}
 	if cfg.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
 			return Phase{}, fmt.Errorf("bench: cpu profile: %w", err)
 		}
-		defer pprof.StopCPUProfile()
 	}
-	wf := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	n := cfg.Tasks
-	submit, end := make([]time.Time, n), make([]time.Time, n)
-	var completed, failed int
-	followCtx, stopFollow := context.WithCancel(ctx)
-	defer stopFollow()
-	followed := make(chan error, 1)
-	go func() {
-		seen := 0
-		followed <- producer.FollowTerminal(followCtx, js, cfg.Names, wf, after, func(t producer.Terminal) bool {
-			i, ok := taskIndex(t.Event.TaskID, n)
-			if !ok || !end[i].IsZero() {
-				return true
-			}
-			end[i] = time.Now()
-			if t.Event.EventType == subjects.EventTaskCompleted {
-				completed++
-			} else {
-				failed++
-			}
-			seen++
-			return seen < n
-		})
-	}()
+	submit := make([]time.Time, n)
 	cpu := processCPU()
-	if err := submitTasks(ctx, cfg, js, wf, submit); err != nil {
-		stopFollow()
-		<-followed
-		return Phase{}, err
-	}
-	if err := <-followed; err != nil {
-		if c := context.Cause(ctx); errors.Is(c, errTimeout) {
-			err = fmt.Errorf("%w after %s waiting for terminal events (raise --timeout)", errTimeout, cfg.Timeout)
+	err = submitTasks(ctx, cfg, js, tr.wf, submit)
+	if err == nil {
+		select {
+		case <-tr.all:
+		case <-ctx.Done():
+			tr.mu.Lock()
+			err = timeout(ctx.Err(), fmt.Sprintf("with %d of %d tasks ended", tr.completed+tr.failed, n))
+			tr.mu.Unlock()
 		}
+	}
+	cpu = processCPU() - cpu
+	if cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
 		return Phase{}, fmt.Errorf("bench: drover phase: %w", err)
 	}
-	if completed+failed < n {
-		return Phase{}, fmt.Errorf("bench: drover phase: the audit follower stopped after %d of %d terminal events", completed+failed, n)
+	seen := make([]bool, n)
+	found := 0
+	err = producer.FollowTerminal(ctx, js, cfg.Names, tr.wf, after, func(t producer.Terminal) bool {
+		if i, ok := taskIndex(t.Event.TaskID, n); ok && !seen[i] {
+			seen[i] = true
+			found++
+		}
+		return found < n
+	})
+	if err != nil {
+		return Phase{}, fmt.Errorf("bench: drover phase: checking the audit stream: %w", timeout(err, fmt.Sprintf("with terminal events of %d of %d tasks found", found, n)))
 	}
-	ph := newPhase(submit, end)
-	ph.setCPU(processCPU()-cpu, n)
-	ph.Completed, ph.Failed = completed, failed
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	ph := newPhase(submit, tr.end)
+	ph.setCPU(cpu, n)
+	ph.Completed, ph.Failed = tr.completed, tr.failed
 	return ph, nil
 }
 

@@ -55,9 +55,17 @@ type Report struct {
 	NumCPU      int    `json:"num_cpu"`
 	Drover      Phase  `json:"drover"`
 	Floor       Phase  `json:"floor"`
+	// Ops is the contract-ops phase: Drover's JetStream operations for the
+	// same tasks, without Drover's code.
+	Ops Phase `json:"contract_ops"`
 	// RatioPct is Drover's throughput as a percentage of the floor's.
 	RatioPct float64 `json:"ratio_pct"`
-	Writes   Writes  `json:"writes"`
+	// OpsRatioPct is the contract-ops phase's throughput as a percentage
+	// of the floor's: the most any implementation of the contract reaches
+	// here. DroverOfOpsPct is Drover's as a percentage of it.
+	OpsRatioPct    float64 `json:"contract_ops_ratio_pct"`
+	DroverOfOpsPct float64 `json:"drover_of_contract_ops_pct"`
+	Writes         Writes  `json:"writes"`
 }
 
 // newPhase computes throughput and latency percentiles from each task's
@@ -119,6 +127,10 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (r *Report) finish() {
 	if r.Floor.TasksPerSec > 0 {
 		r.RatioPct = 100 * r.Drover.TasksPerSec / r.Floor.TasksPerSec
+		r.OpsRatioPct = 100 * r.Ops.TasksPerSec / r.Floor.TasksPerSec
+	}
+	if r.Ops.TasksPerSec > 0 {
+		r.DroverOfOpsPct = 100 * r.Drover.TasksPerSec / r.Ops.TasksPerSec
 	}
 }
 
@@ -136,16 +148,19 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\ttasks/s\tp50\tp99\telapsed\tCPU/task\tcores\tdone\tfailed\t")
 	row := func(name string, p Phase) {
-		fmt.Fprintf(tw, "%-6s\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t%d\t%d\t\n", name, p.TasksPerSec, round(p.P50), round(p.P99),
+		fmt.Fprintf(tw, "%-12s\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t%d\t%d\t\n", name, p.TasksPerSec, round(p.P50), round(p.P99),
 			round(p.Elapsed), round(p.CPUPerTask), p.Cores, p.Completed, p.Failed)
 	}
 	row("drover", r.Drover)
+	row("contract-ops", r.Ops)
 	row("floor", r.Floor)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nCPU is the whole process's (the embedded server's too); cores = CPU time / elapsed\n")
 	fmt.Fprintf(w, "ratio: %.1f%% of the floor (target at pool 16 on default sync: >= %.0f%%)\n", r.RatioPct, TargetRatioPct)
+	fmt.Fprintf(w, "  contract-ops (Drover's JetStream operations, none of its code): %.1f%% of the floor; Drover runs at %.0f%% of it\n",
+		r.OpsRatioPct, r.DroverOfOpsPct)
 	fmt.Fprintf(w, "stored writes per task: %.2f including the request, %.2f excluding it (target: <= %.0f); floor %.2f including\n",
 		r.Writes.PerTask, r.Writes.PerTaskExcl, MaxWritesPerTask, r.Floor.WritesPerTask)
 	for _, s := range r.Writes.Streams {

@@ -22,6 +22,7 @@ type taskRun struct {
 	traceparent string
 	plan        json.RawMessage // the planner's output, once known
 	puts        []pendingPut    // cache writes in flight
+	flushing    chan error      // the outbox published behind the last write, if any
 }
 
 // claim finds where the task stands and makes this delivery its owner. It

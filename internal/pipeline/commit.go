@@ -27,6 +27,30 @@ var (
 // commit writes the task's next state by compare-and-set, with items as its
 // outbox, then publishes the items.
 func (p *Pipeline) commit(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items ...subjects.OutboxItem) error {
+	if err := p.commitState(ctx, t, mutate, items); err != nil {
+		return err
+	}
+	return p.flush(ctx, t, 0)
+}
+
+// commitAhead is commit for a change the task goes on from: its outbox is
+// published while the next role runs, and the task's next state write waits
+// for that (joinFlush), so the record keeps its order and a change is never
+// written over an outbox that is not out yet.
+func (p *Pipeline) commitAhead(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items ...subjects.OutboxItem) error {
+	if err := p.commitState(ctx, t, mutate, items); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.flush(ctx, t, 0) }()
+	t.flushing = done
+	return nil
+}
+
+// commitState writes the next state, then waits for the cache writes in
+// flight: they went out before the state write, so this rarely waits, and
+// a result is in the cache before an event says its role is done.
+func (p *Pipeline) commitState(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items []subjects.OutboxItem) error {
 	if _, err := p.casState(ctx, t, mutate, items); err != nil {
 		if errors.Is(err, state.ErrConflict) {
 			return errLost
@@ -36,13 +60,27 @@ func (p *Pipeline) commit(ctx context.Context, t *taskRun, mutate func(*subjects
 	if p.cfg.AfterCommit != nil {
 		p.cfg.AfterCommit()
 	}
-	return p.flush(ctx, t, 0)
+	p.settlePuts(ctx, t)
+	return nil
+}
+
+// joinFlush waits for the outbox being published behind the task's last
+// write (commitAhead) and returns how that went.
+func (t *taskRun) joinFlush() error {
+	if t.flushing == nil {
+		return nil
+	}
+	err := <-t.flushing
+	t.flushing = nil
+	return err
 }
 
 // casState writes the next state; ErrConflict (update) or errCreateConflict
-// (create) when it lost.
+// (create) when it lost. It first waits for the last write's outbox.
 func (p *Pipeline) casState(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items []subjects.OutboxItem) (state.Task, error) {
-	p.settlePuts(ctx, t)
+	if err := t.joinFlush(); err != nil {
+		return state.Task{}, err
+	}
 	if t.rev == 0 && (len(items) == 0 || items[0].Event == nil || items[0].Event.Type != subjects.EventTaskAccepted) {
 		// The write that creates the state opens the task's record.
 		items = append([]subjects.OutboxItem{p.acceptedEvent(t)}, items...)

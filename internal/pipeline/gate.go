@@ -84,7 +84,7 @@ func (p *Pipeline) cancel(ctx context.Context, t *taskRun, reason string, pendin
 	if err != nil {
 		return p.errOutcome(t, err)
 	}
-	p.d.Metrics.TaskDone(subjects.EventTaskCancelled)
+	p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskCancelled)
 	return Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}
 }
 

@@ -23,6 +23,14 @@ type Metrics interface {
 	DLQWritten(reason subjects.Reason)
 }
 
+// terminal records a terminal event this worker wrote.
+func (p *Pipeline) terminal(workflow, task string, et subjects.EventType) {
+	p.d.Metrics.TaskDone(et)
+	if p.cfg.OnTerminal != nil {
+		p.cfg.OnTerminal(workflow, task, et)
+	}
+}
+
 type nopMetrics struct{}
 
 func (nopMetrics) RoleDone(subjects.Role, string, bool, time.Duration, error) {}

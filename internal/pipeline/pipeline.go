@@ -120,6 +120,10 @@ type Config struct {
 	// AfterCommit, when set, runs after each state write and before its
 	// outbox is published: a failpoint for fault drills.
 	AfterCommit func()
+	// OnTerminal, when set, is told of each terminal event this worker
+	// wrote, once it is in the audit stream and before the message is
+	// settled; benchmarks time tasks with it. It must not block.
+	OnTerminal func(workflow, task string, terminal subjects.EventType)
 }
 
 func (c Config) withDefaults() Config {
@@ -216,5 +220,11 @@ func (p *Pipeline) handle(ctx context.Context, d Delivery, span Span) Outcome {
 	if !ok {
 		return out
 	}
-	return p.run(ctx, t)
+	out = p.run(ctx, t)
+	// A run that ends without another write still owns the publishing of
+	// its last outbox: an error there decides what happens to the message.
+	if err := t.joinFlush(); err != nil && out.Action != Abandon {
+		out = p.errOutcome(t, err)
+	}
+	return out
 }

@@ -57,7 +57,7 @@ func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		return p.roleFailed(ctx, t, subjects.RolePlanner, 1, err, rr.dur, nil, nil), true
 	}
 	t.plan = rr.res.Output
-	err = p.commit(ctx, t, func(s *subjects.TaskState) {
+	err = p.commitAhead(ctx, t, func(s *subjects.TaskState) {
 		s.Stage = string(subjects.RoleImplementer)
 		s.Outputs[subjects.RolePlanner] = rr.key
 	}, p.roleEvent(t, rr))
@@ -126,14 +126,14 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		if err != nil {
 			return p.errOutcome(t, err), true
 		}
-		p.d.Metrics.TaskDone(subjects.EventTaskCompleted)
+		p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskCompleted)
 		return Outcome{Action: Ack, Terminal: subjects.EventTaskCompleted}, true
 	case round >= t.req.MaxAttempts:
 		p.learn(ctx, t, subjects.RoleJudge, round, "rejected", fmt.Sprintf("the judge rejected attempt %d, the last allowed", round), rr.res.Reasoning, subjects.EventJudgeVerdict)
 		return p.fail(ctx, t, round, subjects.ReasonMaxAttempts,
 			fmt.Sprintf("judge rejected all %d attempts; last feedback: %s", round, rr.res.Reasoning), items, setOutputs), true
 	default:
-		err = p.commit(ctx, t, func(s *subjects.TaskState) {
+		err = p.commitAhead(ctx, t, func(s *subjects.TaskState) {
 			setOutputs(s)
 			s.Stage, s.Attempt, s.Feedback = string(subjects.RoleImplementer), round+1, rr.res.Reasoning
 		}, items...)

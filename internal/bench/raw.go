@@ -1,0 +1,265 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/pool"
+	"github.com/droverhq/drover/subjects"
+)
+
+// rawFetchWait bounds one fetch of a raw phase's pool, as a worker's
+// FetchWait does.
+const rawFetchWait = 5 * time.Second
+
+// rawWork is a raw phase's per-task work between receiving message i and
+// acking it.
+type rawWork func(ctx context.Context, r *raw, i int) error
+
+// raw is a phase that drives plain JetStream, with none of Drover's code:
+// its own work-queue stream, audit-like stream and buckets under the
+// deployment's prefix (apart from Drover's own), a durable pull consumer
+// with Drover's settings, and a pool of the worker's size that fetches only
+// for free slots. Its streams and buckets are removed afterwards.
+type raw struct {
+	name              string // the phase, in errors
+	cfg               Config
+	js                jetstream.JetStream
+	tasks, audit      string   // stream names
+	buckets           []string // bucket names
+	taskSubj, auditTo string   // the task subject; the audit subject prefix
+	kv                []jetstream.KeyValue
+	work              rawWork
+	end               []time.Time
+	handled           []atomic.Bool // a redelivered message counts once
+	done              atomic.Int64
+	allDone           chan struct{}
+	fail              context.CancelCauseFunc
+}
+
+// newRaw names a raw phase's streams and buckets after its tag.
+func newRaw(cfg Config, name, tag string, buckets int, work rawWork) *raw {
+	p, up := cfg.Names.Prefix(), strings.ToUpper(cfg.Names.Prefix())
+	r := &raw{
+		name: name, cfg: cfg, work: work,
+		tasks: up + "_BENCH_" + strings.ToUpper(tag), audit: up + "_BENCH_" + strings.ToUpper(tag) + "_AUDIT",
+		taskSubj: p + ".bench_" + tag + ".tasks", auditTo: p + ".bench_" + tag + ".audit.",
+		end: make([]time.Time, cfg.Tasks), handled: make([]atomic.Bool, cfg.Tasks), allDone: make(chan struct{}),
+	}
+	for i := range buckets {
+		r.buckets = append(r.buckets, fmt.Sprintf("%s_bench_%s_%d", p, tag, i))
+	}
+	return r
+}
+
+// run runs the phase: it submits the messages, lets the pool work them off
+// and measures the throughput, the latencies and the process's CPU.
+func (r *raw) run(ctx context.Context, url string) (Phase, error) {
+	ncW, err := connect(url, r.name+" worker", r.cfg.Options)
+	if err != nil {
+		return Phase{}, err
+	}
+	defer ncW.Close()
+	ncP, err := connect(url, r.name+" producer", r.cfg.Options)
+	if err != nil {
+		return Phase{}, err
+	}
+	defer ncP.Close()
+	if r.js, err = jetstream.New(ncW); err != nil {
+		return Phase{}, fmt.Errorf("bench: jetstream: %w", err)
+	}
+	jsP, err := jetstream.New(ncP)
+	if err != nil {
+		return Phase{}, fmt.Errorf("bench: jetstream: %w", err)
+	}
+	r.remove(ctx)
+	defer r.remove(context.WithoutCancel(ctx))
+	cons, err := r.create(ctx)
+	if err != nil {
+		return Phase{}, err
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Timeout, errTimeout)
+	defer cancel()
+	ctx, r.fail = context.WithCancelCause(ctx)
+	defer r.fail(nil)
+
+	fetchCtx, stopFetch := context.WithCancel(ctx)
+	pl := pool.New(r.cfg.Concurrency)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); r.fetchLoop(fetchCtx, ctx, cons, pl) }()
+	submit := make([]time.Time, r.cfg.Tasks)
+	cpu := processCPU()
+	err = r.submit(ctx, jsP, submit)
+	if err == nil {
+		select {
+		case <-r.allDone:
+		case <-ctx.Done():
+			err = fmt.Errorf("bench: %s phase: %w", r.name, context.Cause(ctx))
+		}
+	}
+	cpu = processCPU() - cpu
+	stopFetch()
+	wg.Wait()
+	pl.Wait(context.Background())
+	if err != nil {
+		return Phase{}, err
+	}
+	ph := newPhase(submit, r.end)
+	ph.setCPU(cpu, r.cfg.Tasks)
+	ph.WritesPerTask, err = r.writesPerTask(ctx)
+	return ph, err
+}
+
+// create makes the phase's work-queue stream, append-only audit-like
+// stream, buckets and durable pull consumer, with the settings of Drover's
+// own.
+func (r *raw) create(ctx context.Context) (jetstream.Consumer, error) {
+	for _, sc := range []jetstream.StreamConfig{
+		{Name: r.tasks, Subjects: []string{r.taskSubj}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute},
+		{Name: r.audit, Subjects: []string{r.auditTo + ">"}, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute, DenyDelete: true, DenyPurge: true},
+	} {
+		if _, err := r.js.CreateStream(ctx, sc); err != nil {
+			return nil, fmt.Errorf("bench: %s stream %s: %w", r.name, sc.Name, err)
+		}
+	}
+	for _, b := range r.buckets {
+		kv, err := r.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, History: 1, Storage: jetstream.FileStorage})
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s bucket %s: %w", r.name, b, err)
+		}
+		r.kv = append(r.kv, kv)
+	}
+	cons, err := r.js.CreateConsumer(ctx, r.tasks, jetstream.ConsumerConfig{
+		Durable: "bench", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
+		MaxAckPending: max(1000, r.cfg.Concurrency),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s consumer: %w", r.name, err)
+	}
+	return cons, nil
+}
+
+// remove deletes the phase's streams and buckets, if they exist. The
+// audit-like stream denies purge, not deletion of the whole stream.
+func (r *raw) remove(ctx context.Context) {
+	for _, s := range []string{r.tasks, r.audit} {
+		if err := r.js.DeleteStream(ctx, s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			r.cfg.Log.Warn("could not delete a bench stream", "stream", s, "err", err)
+		}
+	}
+	for _, b := range r.buckets {
+		if err := r.js.DeleteKeyValue(ctx, b); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			r.cfg.Log.Warn("could not delete a bench bucket", "bucket", b, "err", err)
+		}
+	}
+}
+
+// submit publishes the phase's messages asynchronously, recording each
+// submit time, and checks every PubAck.
+func (r *raw) submit(ctx context.Context, js jetstream.JetStream, submit []time.Time) error {
+	futures := make([]jetstream.PubAckFuture, len(submit))
+	for i := range submit {
+		id := strconv.Itoa(i)
+		msg := &nats.Msg{Subject: r.taskSubj, Header: nats.Header{}, Data: []byte(id)}
+		msg.Header.Set(subjects.HeaderMsgID, r.name+"/"+id)
+		submit[i] = time.Now()
+		var err error
+		if futures[i], err = js.PublishMsgAsync(msg); err != nil {
+			return fmt.Errorf("bench: %s submit %d: %w", r.name, i, err)
+		}
+	}
+	return checkAcks(ctx, js, futures)
+}
+
+// fetchLoop fetches only for free pool slots, as a task consumer does,
+// until fetchCtx ends; handlers run under workCtx.
+func (r *raw) fetchLoop(fetchCtx, workCtx context.Context, cons jetstream.Consumer, pl *pool.Pool) {
+	for fetchCtx.Err() == nil {
+		if pl.Acquire(fetchCtx) != nil {
+			return
+		}
+		n := 1
+		for n < pl.Size() && pl.TryAcquire() {
+			n++
+		}
+		got, err := r.fetch(fetchCtx, workCtx, cons, pl, n)
+		for range n - got {
+			pl.Release()
+		}
+		if err != nil && fetchCtx.Err() == nil {
+			r.fail(fmt.Errorf("bench: %s fetch: %w", r.name, err))
+			return
+		}
+	}
+}
+
+func (r *raw) fetch(fetchCtx, workCtx context.Context, cons jetstream.Consumer, pl *pool.Pool, n int) (int, error) {
+	ctx, cancel := context.WithTimeout(fetchCtx, rawFetchWait)
+	defer cancel()
+	batch, err := cons.Fetch(n, jetstream.FetchContext(ctx))
+	if err != nil {
+		return 0, err
+	}
+	got := 0
+	for msg := range batch.Messages() {
+		got++
+		pl.Go(func() { r.handle(workCtx, msg) })
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return got, err
+	}
+	return got, nil
+}
+
+// handle does the phase's work for one message, acks it and records when
+// it ended.
+func (r *raw) handle(ctx context.Context, msg jetstream.Msg) {
+	i, err := strconv.Atoi(string(msg.Data()))
+	if err != nil || i < 0 || i >= len(r.end) {
+		r.fail(fmt.Errorf("bench: %s message %q is not one of the bench's", r.name, msg.Data()))
+		return
+	}
+	if err := r.work(ctx, r, i); err != nil {
+		r.fail(fmt.Errorf("bench: %s: %w", r.name, err))
+		return
+	}
+	if err := msg.Ack(); err != nil {
+		r.fail(fmt.Errorf("bench: %s ack: %w", r.name, err))
+		return
+	}
+	if !r.handled[i].CompareAndSwap(false, true) {
+		return
+	}
+	r.end[i] = time.Now()
+	if r.done.Add(1) == int64(len(r.end)) {
+		close(r.allDone)
+	}
+}
+
+// writesPerTask counts the phase's stored writes per task, its request
+// included.
+func (r *raw) writesPerTask(ctx context.Context) (float64, error) {
+	streams := []string{r.tasks, r.audit}
+	for _, b := range r.buckets {
+		streams = append(streams, "KV_"+b)
+	}
+	seqs, err := lastSeqs(ctx, r.js, streams)
+	if err != nil {
+		return 0, err
+	}
+	var total uint64
+	for _, s := range seqs {
+		total += s
+	}
+	return float64(total) / float64(len(r.end)), nil
+}
