@@ -1,15 +1,19 @@
 // Package bench measures Drover's throughput and latency against the raw
 // JetStream floor of the same per-task path, on the same server.
 //
-// A run has two phases. The Drover phase starts an in-process worker with
+// A run has three phases. The Drover phase starts an in-process worker with
 // the no-latency sim runner, submits N cold one-round tasks (a fresh
-// workflow and scope per task, so no cache entry can hit), follows their
-// terminal audit events and counts the messages every stream stored. The
+// workflow and scope per task, so no cache entry can hit), times each to
+// the moment the worker has its terminal event in the audit stream, checks
+// the audit stream for all of them and counts the messages every stream
+// stored. The
 // floor phase does the least work a worker could do for the same task with
 // plain JetStream: consume from a work-queue stream with a pool of the same
 // size, one KV get and one KV put, one audit-like publish with a
 // Nats-Msg-Id, and an ack. Drover's throughput is reported as a share of the
-// floor's.
+// floor's. The contract-ops phase performs Drover's own JetStream operations
+// for each task, with none of Drover's code (ops.go): the ceiling of any
+// implementation of the wire contract on that server.
 package bench
 
 import (

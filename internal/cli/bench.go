@@ -30,7 +30,13 @@ worker and reports tasks/s and submit-to-terminal p50/p99 latency. In the same
 run, on the same server, it measures the raw JetStream floor of the same
 per-task path (consume, one KV get and put, one audit publish, ack, with the
 same pool size) and prints Drover's throughput as a share of it, with the
-stored writes per task, per stream.
+stored writes per task, per stream. A third phase, contract-ops, performs
+the JetStream operations Drover performs for each task (the state read, a
+cache lookup and put per role, two state writes, five fenced audit events
+with the contract's headers, the ack), in the same order and with the same
+sizes, but none of Drover's own work: the most any implementation of the
+wire contract can do on that server, and so how much of the gap to the
+floor is Drover's code and how much the contract's operations.
 
 Without --nats-url it embeds a server in a temporary directory with the
 --sync interval and removes it afterwards. Run it once with --sync always
