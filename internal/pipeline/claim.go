@@ -23,6 +23,7 @@ type taskRun struct {
 	plan        json.RawMessage // the planner's output, once known
 	puts        []pendingPut    // cache writes in flight
 	flushing    chan error      // the outbox published behind the last write, if any
+	flushErr    error           // how it went, once known and not yet joined
 }
 
 // claim finds where the task stands and makes this delivery its owner. It

@@ -67,12 +67,25 @@ func (p *Pipeline) commitState(ctx context.Context, t *taskRun, mutate func(*sub
 // joinFlush waits for the outbox being published behind the task's last
 // write (commitAhead) and returns how that went.
 func (t *taskRun) joinFlush() error {
-	if t.flushing == nil {
-		return nil
+	if t.flushing != nil {
+		t.flushErr, t.flushing = <-t.flushing, nil
 	}
-	err := <-t.flushing
-	t.flushing = nil
+	err := t.flushErr
+	t.flushErr = nil
 	return err
+}
+
+// flushLost reports, without waiting, whether the outbox published behind
+// the last write has already found the claim lost.
+func (t *taskRun) flushLost() bool {
+	if t.flushing != nil {
+		select {
+		case t.flushErr = <-t.flushing:
+			t.flushing = nil
+		default:
+		}
+	}
+	return errors.Is(t.flushErr, errLost)
 }
 
 // casState writes the next state; ErrConflict (update) or errCreateConflict

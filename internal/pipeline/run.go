@@ -182,6 +182,9 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	if t.d.Stale != nil && t.d.Stale() {
 		return rr, fmt.Errorf("%s: not started: %w", req.Role, ErrClaimLost)
 	}
+	if t.flushLost() {
+		return rr, fmt.Errorf("%s: not started: the last commit's events found the task taken over: %w", req.Role, ErrClaimLost)
+	}
 	start := time.Now()
 	res, err := p.runners[i].Run(ctx, req)
 	rr.dur = time.Since(start)
