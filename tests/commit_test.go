@@ -71,18 +71,9 @@ func TestClaimLostWhileACommitIsPublished(t *testing.T) {
 	})
 	b.submit(task(wf, id))
 
-	var rev uint64
-	select {
-	case rev = <-takenOver:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker made no commit")
-	}
-	select {
-	case action := <-m.settled:
-		require.Equal(t, "abandon", action, "a worker that lost its claim sends nothing for the message")
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker did not finish the delivery")
-	}
+	rev := within(t, takenOver, "the worker made no commit")
+	require.Equal(t, "abandon", within(t, m.settled, "the worker did not finish the delivery"),
+		"a worker that lost its claim sends nothing for the message")
 
 	kv, err := b.js.KeyValue(ctx, b.names.StateBucket())
 	require.NoError(t, err)
@@ -117,7 +108,7 @@ func TestACommitWaitsForTheEventsBeforeIt(t *testing.T) {
 	var (
 		once    sync.Once
 		orig    int32
-		refused = make(chan struct{})
+		refused = make(chan struct{}, 1)
 	)
 	refuse := func() {
 		s, err := b.js.Stream(ctx, b.names.AuditStream())
@@ -126,7 +117,7 @@ func TestACommitWaitsForTheEventsBeforeIt(t *testing.T) {
 		orig, cfg.MaxMsgSize = cfg.MaxMsgSize, 16
 		_, err = b.js.UpdateStream(ctx, cfg)
 		require.NoError(t, err)
-		close(refused)
+		refused <- struct{}{}
 	}
 	m := &settleLog{settled: make(chan string, 16)}
 	b.startWorker(worker.Config{
@@ -134,17 +125,9 @@ func TestACommitWaitsForTheEventsBeforeIt(t *testing.T) {
 		Pipeline: pipeline.Config{AfterCommit: func() { once.Do(refuse) }},
 	})
 	after := b.submit(task(wf, id))
-	select {
-	case <-refused:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker made no commit")
-	}
-	select {
-	case action := <-m.settled:
-		require.Equal(t, "nak", action, "a commit whose events are not out is retried, not overwritten")
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker did not finish the delivery")
-	}
+	within(t, refused, "the worker made no commit")
+	require.Equal(t, "nak", within(t, m.settled, "the worker did not finish the delivery"),
+		"a commit whose events are not out is retried, not overwritten")
 	s, err := b.js.Stream(ctx, b.names.AuditStream())
 	require.NoError(t, err)
 	cfg := s.CachedInfo().Config
@@ -160,4 +143,17 @@ func TestACommitWaitsForTheEventsBeforeIt(t *testing.T) {
 	}
 	require.Equal(t, []subjects.EventType{subjects.EventTaskAccepted, subjects.EventPlannerDecision,
 		subjects.EventImplementerChange, subjects.EventJudgeVerdict, subjects.EventTaskCompleted}, types)
+}
+
+// within returns the next value from ch, failing the test with what if
+// none comes within 30 seconds.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatal(what)
+		panic("unreachable")
+	}
 }
