@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -161,8 +162,7 @@ func TestBoardSyncKeepsFailedRowsOpen(t *testing.T) {
 func TestBoardSubmitRefusesADamagedBoard(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := broker.Provision(context.Background(), b.js, broker.Settings{Names: b.names}, quietLog())
-	require.NoError(t, err)
+	natstest.Provision(t, context.Background(), b.js, broker.Settings{Names: b.names})
 	file := writeBoard(t, "damaged.md", "| ID | Scope | Status |\n|---|---|---|\n| D1 | fine | [ ] |\n| D1 | again | [?] |\n")
 
 	code, _, errOut := b.drover("board", "submit", file, "--wait")

@@ -88,11 +88,7 @@ func TestClaimLostWhileACommitIsPublished(t *testing.T) {
 	require.Len(t, evs, 1, "only the other owner's event: %+v", evs)
 	require.Equal(t, "intruder", evs[0].Worker)
 
-	cons, err := b.js.Consumer(ctx, b.names.TasksStream(), b.names.Consumer("default"))
-	require.NoError(t, err)
-	info, err := cons.Info(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 1, info.NumAckPending, "the message is left to its owner")
+	require.Equal(t, 1, consumerInfo(t, b).NumAckPending, "the message is left to its owner")
 }
 
 // Scenario: a commit's events cannot be published (the audit stream

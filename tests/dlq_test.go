@@ -2,18 +2,13 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/droverhq/drover/internal/cli"
 	"github.com/droverhq/drover/internal/dlq"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
@@ -33,8 +28,7 @@ func dlqFixture(t *testing.T, b *bundle) (*runner.Sim, map[subjects.Reason]dlq.E
 	require.Equal(t, subjects.EventTaskFailed, got["fail.1"].EventType)
 	require.Equal(t, subjects.EventTaskCompleted, got["ok"].EventType)
 
-	_, err := b.js.PublishMsg(t.Context(), &nats.Msg{Subject: b.names.TaskSubject("default"), Data: []byte(`{"workflow":"wf-dlq","id":"bad",`)})
-	require.NoError(t, err)
+	b.publishRaw([]byte(`{"workflow":"wf-dlq","id":"bad",`))
 	rej := b.waitTerminal(subjects.Reserved, after, 1)
 	require.Equal(t, subjects.EventTaskRejected, rej[subjects.Reserved].EventType)
 
@@ -127,23 +121,13 @@ func TestDLQListGetAndRedrive(t *testing.T) {
 	require.Equal(t, calls, sim.TotalCalls())
 }
 
-// dlqCLI runs the command line in-process against the bundle's server.
-func dlqCLI(t *testing.T, b *bundle, args ...string) (int, string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	code := cli.Execute(ctx, append([]string{"--nats-url", b.srv.ClientURL(), "--log-format", "text"}, args...), &out, &errOut)
-	return code, out.String(), errOut.String()
-}
-
 func TestDLQCommandLine(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, entries := dlqFixture(t, b)
 	failed, bad := entries[subjects.ReasonMaxAttempts], entries[subjects.ReasonInvalidJSON]
 
-	code, out, errOut := dlqCLI(t, b, "dlq", "ls", "--json")
+	code, out, errOut := b.drover("dlq", "ls", "--json")
 	require.Equal(t, 0, code, errOut)
 	var views []dlq.View
 	sc := bufio.NewScanner(strings.NewReader(out))
@@ -159,35 +143,35 @@ func TestDLQCommandLine(t *testing.T) {
 	require.Equal(t, "fail.1", byReason["max_attempts"].Task)
 	require.Equal(t, bad.Seq, byReason["invalid_json"].Seq)
 
-	code, out, errOut = dlqCLI(t, b, "dlq", "ls", "--reason", "max_attempts")
+	code, out, errOut = b.drover("dlq", "ls", "--reason", "max_attempts")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "WORKFLOW/TASK")
 	require.Contains(t, out, "wf-dlq/fail.1")
 	require.NotContains(t, out, "invalid_json")
 
-	code, _, errOut = dlqCLI(t, b, "dlq", "ls", "--reason", "bogus")
+	code, _, errOut = b.drover("dlq", "ls", "--reason", "bogus")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `--reason: reason "bogus" is not a DLQ reason; want one of invalid_json`)
 
-	code, out, errOut = dlqCLI(t, b, "dlq", "show", strconv.FormatUint(failed.Seq, 10))
+	code, out, errOut = b.drover("dlq", "show", strconv.FormatUint(failed.Seq, 10))
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "Drover-Reason: max_attempts")
 	require.Contains(t, out, "Drover-Workflow: wf-dlq")
 	require.Contains(t, out, `"id": "fail.1"`, "the body is pretty-printed")
-	code, out, errOut = dlqCLI(t, b, "dlq", "show", strconv.FormatUint(bad.Seq, 10))
+	code, out, errOut = b.drover("dlq", "show", strconv.FormatUint(bad.Seq, 10))
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, strconv.Quote(string(bad.Body)), "a body that is not JSON is quoted")
 
-	code, _, errOut = dlqCLI(t, b, "dlq", "redrive", strconv.FormatUint(bad.Seq, 10))
+	code, _, errOut = b.drover("dlq", "redrive", strconv.FormatUint(bad.Seq, 10))
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "cannot be redriven: the request was rejected as invalid_json")
 
-	code, out, errOut = dlqCLI(t, b, "dlq", "redrive", "--all", "--dry-run")
+	code, out, errOut = b.drover("dlq", "redrive", "--all", "--dry-run")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, errOut, "skipping dlq entry "+strconv.FormatUint(bad.Seq, 10))
 	require.Contains(t, out, "as wf-dlq-redrive-1/fail.1 on queue default")
 
-	code, out, errOut = dlqCLI(t, b, "dlq", "redrive", "--all", "--to-workflow", "wf-fixed", "--wait")
+	code, out, errOut = b.drover("dlq", "redrive", "--all", "--to-workflow", "wf-fixed", "--wait")
 	require.Equal(t, 1, code, "the redriven task fails again: %s", errOut)
 	require.Contains(t, errOut, "as wf-fixed/fail.1 on drover.tasks.default")
 	var fin struct{ Workflow, Task, Outcome, Reason string }
@@ -196,7 +180,7 @@ func TestDLQCommandLine(t *testing.T) {
 	require.Equal(t, "failed", fin.Outcome)
 	require.Equal(t, "max_attempts", fin.Reason)
 
-	code, _, errOut = dlqCLI(t, b, "dlq", "redrive", "--reason", "max_attempts", "1")
+	code, _, errOut = b.drover("dlq", "redrive", "--reason", "max_attempts", "1")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "--queue, --reason and --workflow select entries for --all")
 }

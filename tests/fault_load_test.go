@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -112,13 +111,7 @@ func TestFaultServerRestartUnderLoad(t *testing.T) {
 		return p
 	}
 	srv := startServer()
-	url := "nats://" + addr
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	b := &bundle{t: t, url: url, nc: nc, js: js, names: subjects.MustNames("drover")}
+	b := connectBundle(t, "nats://"+addr)
 	common := []string{"--ack-wait", "2s", "--concurrency", "8", "--retry-backoff", "100ms", "--max-deliver", "20"}
 	b.startProc(common...)
 	b.startProc(common...)
@@ -133,7 +126,7 @@ func TestFaultServerRestartUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	seen := 0
-	require.NoError(t, producer.FollowTerminal(ctx, js, b.names, "wf-restart", after, func(producer.Terminal) bool {
+	require.NoError(t, producer.FollowTerminal(ctx, b.js, b.names, "wf-restart", after, func(producer.Terminal) bool {
 		seen++
 		return seen < n/4
 	}))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -39,15 +37,13 @@ func setup(t *testing.T) *bundle {
 	return &bundle{t: t, srv: srv, url: srv.ClientURL(), nc: nc, js: js, names: subjects.MustNames("drover")}
 }
 
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // startWorker runs a worker until the test ends and waits until it fetches.
 func (b *bundle) startWorker(cfg worker.Config) *worker.Worker {
 	b.t.Helper()
 	nc, err := nats.Connect(b.url)
 	require.NoError(b.t, err)
 	if cfg.Log == nil {
-		cfg.Log = quietLog()
+		cfg.Log = natstest.Quiet()
 	}
 	if cfg.FetchWait == 0 {
 		cfg.FetchWait = time.Second

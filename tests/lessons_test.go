@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/lessons"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/prompt"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
@@ -45,7 +46,7 @@ func TestPlannerGetsLessonsOfItsType(t *testing.T) {
 		inputs.mu.Unlock()
 		return sim.Run(ctx, req)
 	}}}
-	book := lessons.New(b.js, b.names, quietLog(), lessons.Options{})
+	book := lessons.New(b.js, b.names, natstest.Quiet(), lessons.Options{})
 	b.startWorker(worker.Config{
 		Concurrency: 2,
 		Runners:     runner.Set{Planner: planner, Implementer: sim, Judge: sim},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
@@ -24,6 +26,7 @@ import (
 type holdRunners struct {
 	entered chan string
 	release chan struct{}
+	once    sync.Once
 }
 
 func newHold() *holdRunners {
@@ -44,15 +47,16 @@ func (h *holdRunners) set() runner.Set {
 	return runner.Set{Planner: planner, Implementer: sim, Judge: sim}
 }
 
+// Release lets every held planner go on; calling it again does nothing.
+// Register it as a cleanup after the workers start, so it runs before
+// their cleanups stop them.
+func (h *holdRunners) Release() { h.once.Do(func() { close(h.release) }) }
+
 // await waits for n planner calls to have started.
 func (h *holdRunners) await(t *testing.T, n int) {
 	t.Helper()
 	for range n {
-		select {
-		case <-h.entered:
-		case <-time.After(30 * time.Second):
-			t.Fatal("a held task did not start")
-		}
+		within(t, h.entered, "a held task did not start")
 	}
 }
 
@@ -60,7 +64,7 @@ func (h *holdRunners) await(t *testing.T, n int) {
 // a GET function for them.
 func serveOps(t *testing.T, w *worker.Worker, m *ops.Metrics) func(path string) (int, string) {
 	t.Helper()
-	srv, err := ops.Listen("127.0.0.1:0", w.CheckLive, w.CheckReady, m.Registry, quietLog())
+	srv, err := ops.Listen("127.0.0.1:0", w.CheckLive, w.CheckReady, m.Registry, natstest.Quiet())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -152,11 +156,12 @@ func TestMetricInFlightAndPool(t *testing.T) {
 	m := ops.NewMetrics()
 	h := newHold()
 	b.startWorker(worker.Config{Concurrency: 4, Metrics: m, Runners: h.set()})
+	t.Cleanup(h.Release)
 	after := b.submit(task("wf-if", "A"), task("wf-if", "B"))
 	h.await(t, 2)
 	require.Equal(t, 2.0, metric(t, m.Registry, "drover_tasks_in_flight"))
 	require.Equal(t, 4.0, metric(t, m.Registry, "drover_pool_size"))
-	close(h.release)
+	h.Release()
 	b.waitTerminal("wf-if", after, 2)
 	awaitMetric(t, m.Registry, 0, "drover_tasks_in_flight")
 	awaitMetric(t, m.Registry, 2, "drover_consumer_settled_total", "action", "ack")
@@ -180,8 +185,7 @@ func TestMetricFailedTaskWritesDLQ(t *testing.T) {
 	require.Equal(t, 2.0, metric(t, r, "drover_runner_calls_total", "role", "planner", "result", "error"))
 
 	// A request that cannot be read is rejected: one more DLQ entry.
-	_, err := b.js.Publish(context.Background(), b.names.TaskSubject("default"), []byte("{not json"))
-	require.NoError(t, err)
+	b.publishRaw([]byte("{not json"))
 	awaitMetric(t, r, 1, "drover_dlq_entries_total", "reason", string(subjects.ReasonInvalidJSON))
 	awaitMetric(t, r, 1, "drover_tasks_total", "outcome", "task_rejected")
 	awaitMetric(t, r, 2, "drover_consumer_settled_total", "action", "term")

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -222,7 +223,7 @@ func calls(t *testing.T, path string) []runner.CallLogLine {
 
 func splitLines(b []byte) [][]byte {
 	var out [][]byte
-	sc := bufio.NewScanner(bytesReader(b))
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		if len(sc.Bytes()) > 0 {
 			out = append(out, append([]byte(nil), sc.Bytes()...))

@@ -11,36 +11,35 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/subjects"
 )
 
 // runOwned runs w until the returned stop is called; stop returns Run's
-// error. The test's cleanup stops it too.
-func runOwned(t *testing.T, w *worker.Worker) (stop func() error, done <-chan error) {
+// error and may be called more than once, from any goroutine. done is
+// closed when Run has returned. The test's cleanup stops it too.
+func runOwned(t *testing.T, w *worker.Worker) (stop func() error, done <-chan struct{}) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
+	finished := make(chan struct{})
 	var result error
-	stopped := false
+	go func() { result = w.Run(ctx); close(finished) }()
 	stop = func() error {
 		cancel()
-		if !stopped {
-			result, stopped = <-errc, true
-		}
+		<-finished
 		return result
 	}
 	t.Cleanup(func() { _ = stop() })
 	select {
 	case <-w.Started():
-	case err := <-errc:
-		t.Fatalf("worker stopped at start: %v", err)
+	case <-finished:
+		t.Fatalf("worker stopped at start: %v", result)
 	case <-time.After(20 * time.Second):
 		t.Fatal("worker did not start")
 	}
-	return stop, errc
+	return stop, finished
 }
 
 // awaitReady waits until w is ready: its consume loops start fetching
@@ -66,7 +65,7 @@ func TestReadyzFollowsConnection(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	m := ops.NewMetrics()
-	w, err := worker.New(nc, worker.Config{Metrics: m, Log: quietLog(), FetchWait: time.Second})
+	w, err := worker.New(nc, worker.Config{Metrics: m, Log: natstest.Quiet(), FetchWait: time.Second})
 	require.NoError(t, err)
 	get := serveOps(t, w, m)
 
@@ -110,10 +109,11 @@ func TestReadyzDraining(t *testing.T) {
 	t.Cleanup(nc.Close)
 	m := ops.NewMetrics()
 	h := newHold()
-	w, err := worker.New(nc, worker.Config{Metrics: m, Runners: h.set(), Grace: 5 * time.Minute, Log: quietLog(), FetchWait: time.Second})
+	w, err := worker.New(nc, worker.Config{Metrics: m, Runners: h.set(), Grace: 5 * time.Minute, Log: natstest.Quiet(), FetchWait: time.Second})
 	require.NoError(t, err)
 	get := serveOps(t, w, m)
 	stop, done := runOwned(t, w)
+	t.Cleanup(h.Release)
 
 	awaitReady(t, w)
 	after := b.submit(task("wf-drain", "D"))
@@ -131,19 +131,14 @@ func TestReadyzDraining(t *testing.T) {
 	code, _ = get("/livez")
 	require.Equal(t, http.StatusOK, code)
 	select {
-	case err := <-done:
-		t.Fatalf("the worker stopped with a task still running: %v", err)
+	case <-done:
+		t.Fatal("the worker stopped with a task still running")
 	default:
 	}
 	require.EqualValues(t, 1, w.Pool().Stats().InFlight, "the task is still running")
 
-	close(h.release)
-	select {
-	case err := <-stopped:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker did not finish draining")
-	}
+	h.Release()
+	require.NoError(t, within(t, stopped, "the worker did not finish draining"))
 	got := b.waitTerminal("wf-drain", after, 1)
 	require.Equal(t, subjects.EventTaskCompleted, got["D"].EventType, "the held task finished within the grace period")
 }
@@ -154,10 +149,9 @@ func TestReadyzLivezConsumeLoopExited(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	_, err := broker.Provision(ctx, b.js, broker.Settings{Names: b.names}, quietLog())
-	require.NoError(t, err)
+	natstest.Provision(t, ctx, b.js, broker.Settings{Names: b.names})
 	// A push consumer under the queue's name: the worker cannot use it.
-	_, err = b.js.CreatePushConsumer(ctx, b.names.TasksStream(), jetstream.ConsumerConfig{
+	_, err := b.js.CreatePushConsumer(ctx, b.names.TasksStream(), jetstream.ConsumerConfig{
 		Durable: b.names.Consumer("default"), DeliverSubject: "elsewhere", AckPolicy: jetstream.AckExplicitPolicy,
 		FilterSubject: b.names.TaskSubject("default"),
 	})
@@ -166,7 +160,7 @@ func TestReadyzLivezConsumeLoopExited(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	m := ops.NewMetrics()
-	w, err := worker.New(nc, worker.Config{Metrics: m, Log: quietLog()})
+	w, err := worker.New(nc, worker.Config{Metrics: m, Log: natstest.Quiet()})
 	require.NoError(t, err)
 	get := serveOps(t, w, m)
 	stop, _ := runOwned(t, w)

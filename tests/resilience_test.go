@@ -1,10 +1,9 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,38 +16,13 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// syncBuffer is a log sink tests can read while a worker writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Contains(sub string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Contains(s.b.Bytes(), []byte(sub))
-}
-
 // A consumer deleted under a running worker is recreated, and the queue
 // keeps flowing without a process restart.
 func TestConsumerDeletedIsRecreated(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	logs := &syncBuffer{}
 	sim := runner.NewSim(runner.SimOptions{})
-	b.startWorker(worker.Config{Concurrency: 2, Runners: runner.SimSet(sim), Log: slog.New(slog.NewTextHandler(logs, nil)), Watchdog: 200 * time.Millisecond})
+	b.startWorker(worker.Config{Concurrency: 2, Runners: runner.SimSet(sim), Watchdog: 200 * time.Millisecond})
 	after := b.submit(task("wf-del", "T1"))
 	b.waitTerminal("wf-del", after, 1)
 
@@ -63,7 +37,7 @@ func TestConsumerDeletedIsRecreated(t *testing.T) {
 func TestWatchdogReportsMaxAckPending(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	logs := &syncBuffer{}
+	logs := &cliBuffer{}
 	sim := runner.NewSim(runner.SimOptions{})
 	w := b.startWorker(worker.Config{
 		Concurrency: 2,
@@ -75,7 +49,7 @@ func TestWatchdogReportsMaxAckPending(t *testing.T) {
 	})
 	failing := `{"fail": {"role": "planner", "times": 1}}`
 	b.submit(withSim(task("wf-full", "F1"), failing), withSim(task("wf-full", "F2"), failing), task("wf-full", "OK"))
-	require.Eventually(t, func() bool { return logs.Contains("max ack pending reached") }, 30*time.Second, 20*time.Millisecond, "logs:\n%s", logs)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "max ack pending reached") }, 30*time.Second, 20*time.Millisecond, "logs:\n%s", logs.String())
 	require.EqualValues(t, 2, sim.Calls(subjects.RolePlanner), "the good task waited behind the retries")
 	require.Zero(t, w.Consumers()[0].Stats().WatchdogStalls.Load(), "a full window is not a stall")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,10 +23,8 @@ func statusFleet(t *testing.T, b *bundle) (h *holdRunners, release func()) {
 	for _, id := range []string{"w1", "w2"} {
 		b.startWorker(worker.Config{Concurrency: 1, Runners: h.set(), Version: "1.2.3", Pipeline: pipeline.Config{Worker: id}})
 	}
-	var once sync.Once
-	release = func() { once.Do(func() { close(h.release) }) }
-	t.Cleanup(release) // runs before the workers' cleanups stop them
-	return h, release
+	t.Cleanup(h.Release) // runs before the workers' cleanups stop them
+	return h, h.Release
 }
 
 func TestStatusListsWorkersAndQueueCounts(t *testing.T) {
@@ -69,8 +66,7 @@ func TestStatusListsWorkersAndQueueCounts(t *testing.T) {
 	// Finish the tasks and dead-letter a request that cannot be read.
 	release()
 	b.waitTerminal(wf, after, 5)
-	_, err = b.js.Publish(ctx, b.names.TaskSubject("default"), []byte("{not json"))
-	require.NoError(t, err)
+	b.publishRaw([]byte("{not json"))
 	require.Eventually(t, func() bool {
 		r, err = col.Collect(ctx)
 		require.NoError(t, err)

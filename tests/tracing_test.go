@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/runner"
@@ -135,7 +136,7 @@ func TestTracingEndToEnd(t *testing.T) {
 		workerID = "trace-worker"
 	)
 	ctx := context.Background()
-	tracer, err := tracing.FromEnv(ctx, tracing.Options{WorkerID: workerID, Version: "test", Log: quietLog(),
+	tracer, err := tracing.FromEnv(ctx, tracing.Options{WorkerID: workerID, Version: "test", Log: natstest.Quiet(),
 		Getenv: func(k string) string {
 			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rec.srv.URL}[k]
 		}})
@@ -146,7 +147,7 @@ func TestTracingEndToEnd(t *testing.T) {
 	nc, err := nats.Connect(b.url)
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
-	w, err := worker.New(nc, worker.Config{Runners: traceExecSet(t, out), Tracer: tracer, Log: quietLog(),
+	w, err := worker.New(nc, worker.Config{Runners: traceExecSet(t, out), Tracer: tracer, Log: natstest.Quiet(),
 		FetchWait: time.Second, Pipeline: pipeline.Config{Worker: workerID}})
 	require.NoError(t, err)
 	wctx, stopWorker := context.WithCancel(ctx)

@@ -99,8 +99,8 @@ func TestWorkflowPauseKillResume(t *testing.T) {
 	require.Equal(t, 7, types[subjects.EventTaskCompleted])
 }
 
-// Cancel ends open tasks with task_cancelled (parked or running); a later
-// submission is rejected; pause state survives in drover_state.
+// Cancel ends parked tasks with task_cancelled; a later submission is
+// rejected; a cancelled workflow cannot be resumed.
 func TestWorkflowCancel(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
