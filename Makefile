@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/drover
 PKGS := ./...
 
-.PHONY: run build test test-short race vet fmt bench fuzz clean
+.PHONY: run build test test-short fmt bench fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/drover

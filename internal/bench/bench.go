@@ -98,7 +98,7 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// Run runs both phases and returns the report. The first error of either
+// Run runs the three phases and returns the report. The first error of any
 // phase ends the run; every goroutine, connection and embedded server it
 // started is stopped before it returns.
 func Run(ctx context.Context, cfg Config) (*Report, error) {

@@ -24,7 +24,7 @@ import (
 
 // runDrover runs the Drover phase: a worker with the sim runner, N cold
 // tasks submitted as fast as the server acknowledges them, and each task
-// followed to its terminal event.
+// timed to its terminal event.
 func runDrover(ctx context.Context, cfg Config, url string) (Phase, Writes, error) {
 	ncW, err := connect(url, "worker", cfg.Options)
 	if err != nil {

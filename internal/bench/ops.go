@@ -24,12 +24,23 @@ const (
 	opsCacheEntry = 220
 )
 
-var (
-	opsFirst = []byte(`{"state":"running","pad":"` + strings.Repeat("s", opsStateFirst-29) + `"}`)
-	opsFinal = []byte(`{"state":"completed","pad":"` + strings.Repeat("s", opsStateFinal-31) + `"}`)
-	opsBody  = []byte(`{"event":"` + strings.Repeat("e", opsEvent-13) + `"}`)
-	opsEntry = []byte(`{"output":"` + strings.Repeat("c", opsCacheEntry-14) + `"}`)
-)
+// opsValues are the bodies the contract-ops phase stores.
+type opsValues struct{ first, final, event, entry []byte }
+
+func newOpsValues() opsValues {
+	return opsValues{
+		first: padded(opsStateFirst, "state", "running"),
+		final: padded(opsStateFinal, "state", "completed"),
+		event: padded(opsEvent, "event_type", "bench"),
+		entry: padded(opsCacheEntry, "action", "bench"),
+	}
+}
+
+// padded is a JSON object {"<key>":"<value>","pad":"xx..."} of n bytes.
+func padded(n int, key, value string) []byte {
+	head := `{"` + key + `":"` + value + `","pad":"`
+	return []byte(head + strings.Repeat("x", n-len(head)-2) + `"}`)
+}
 
 // runOps runs the contract-ops phase: per task, the JetStream operations a
 // Drover worker performs for a cold one-round task under the wire contract,
@@ -44,10 +55,13 @@ var (
 // two fenced audit events published while the next roles run; the last
 // state write (round done) and three fenced audit events.
 func runOps(ctx context.Context, cfg Config, url string) (Phase, error) {
-	return newRaw(cfg, "contract-ops", "ops", 2, opsWork).run(ctx, url)
+	v := newOpsValues()
+	return newRaw(cfg, "contract-ops", "ops", 2, func(ctx context.Context, r *raw, i int) error {
+		return opsWork(ctx, r, i, v)
+	}).run(ctx, url)
 }
 
-func opsWork(ctx context.Context, r *raw, i int) error {
+func opsWork(ctx context.Context, r *raw, i int, v opsValues) error {
 	state, cache := r.kv[0], r.kv[1]
 	task := "t" + strconv.Itoa(i)
 	key := "bench." + task
@@ -59,7 +73,7 @@ func opsWork(ctx context.Context, r *raw, i int) error {
 		if _, err := cache.Get(ctx, k); !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, fmt.Errorf("cache get %s: want a miss, got %v", k, err)
 		}
-		return r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + cache.Bucket() + "." + k, Data: opsEntry})
+		return r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + cache.Bucket() + "." + k, Data: v.entry})
 	}
 	settle := func(fs ...jetstream.PubAckFuture) error {
 		for _, f := range fs {
@@ -87,7 +101,7 @@ func opsWork(ctx context.Context, r *raw, i int) error {
 			subjects.HeaderCESubject:     {"bench/" + task},
 			subjects.HeaderCEContentType: {"application/json"},
 		}
-		msg := &nats.Msg{Subject: r.auditTo + "bench." + task + "." + actor + "." + eventType, Header: h, Data: opsBody}
+		msg := &nats.Msg{Subject: r.auditTo + "bench." + task + "." + actor + "." + eventType, Header: h, Data: v.event}
 		ack, err := r.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequenceForSubject(seq, r.auditTo+"bench."+task+".>"))
 		if err != nil {
 			return fmt.Errorf("audit publish %s: %w", id, err)
@@ -100,7 +114,7 @@ func opsWork(ctx context.Context, r *raw, i int) error {
 	if err != nil {
 		return err
 	}
-	rev, err := state.Create(ctx, key, opsFirst)
+	rev, err := state.Create(ctx, key, v.first)
 	if err != nil {
 		return fmt.Errorf("state create %s: %w", key, err)
 	}
@@ -126,7 +140,7 @@ func opsWork(ctx context.Context, r *raw, i int) error {
 	if err != nil {
 		return err
 	}
-	if _, err := state.Update(ctx, key, opsFinal, rev); err != nil {
+	if _, err := state.Update(ctx, key, v.final, rev); err != nil {
 		return fmt.Errorf("state update %s: %w", key, err)
 	}
 	if err := settle(changed, judged); err != nil {

@@ -158,7 +158,7 @@ refused whole: nothing is submitted.
 Submitting again within the duplicate window stores each task once; a task ID is used
 once per workflow, so run a board again under a new --workflow. --wait follows the
 tasks like drover submit --wait: one JSON line per finished task, exit status 1 if
-any failed. Then drover board sync writes the outcomes back into the board.`,
+any did not complete. Then drover board sync writes the outcomes back into the board.`,
 		Example: `  drover board submit examples/board.md --wait
   drover board submit sprint.md --workflow sprint-7-retry --type feature`,
 		Args: cobra.ExactArgs(1),

@@ -88,7 +88,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	_ = fl.MarkHidden("sim-call-log")
 	fl.IntVar(&f.stopAfter, "fault-stop-after-commits", 0, "SIGSTOP this process right after its nth state write (fault drills)")
 	_ = fl.MarkHidden("fault-stop-after-commits")
-	fl.StringVar(&f.seedFile, "submit", "", "once ready, submit the tasks of this file (as `drover submit --file --wait`), show the summary, keep serving")
+	fl.StringVar(&f.seedFile, "submit", "", "once ready, submit the tasks of this file (as drover submit --file FILE --wait), show the summary, keep serving")
 	fl.StringVar(&f.seedWorkflow, "submit-workflow", "", `workflow of the --submit tasks that name none (default "example-<time>")`)
 	return cmd
 }

@@ -35,7 +35,7 @@ before it is published, so a bad file is refused whole with the line or index at
 
 With --wait, follow the tasks to their terminal events: a progress bar on stderr (on a
 terminal), one JSON line per finished task on stdout, and exit status 1 if any task
-failed or was rejected.`,
+did not complete (failed, rejected or cancelled).`,
 		Example: `  drover submit --workflow demo --id T1 --scope "Add a health endpoint" --verification "GET /livez is 200" --wait
   drover submit --file examples/board.json --workflow demo-2 --wait`,
 		Args: cobra.NoArgs,

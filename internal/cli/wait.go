@@ -36,7 +36,7 @@ func outcomeOf(et subjects.EventType) string {
 }
 
 // waitAll follows the submitted tasks to their terminal events and prints
-// one line per task; it fails if any task failed or was rejected.
+// one line per task; it fails if any task did not complete.
 func waitAll(ctx context.Context, g *globals, c *client, subs []producer.Submitted, after uint64) error {
 	type key struct{ wf, task string }
 	pending := map[key]producer.Submitted{}
@@ -129,7 +129,7 @@ func waitAll(ctx context.Context, g *globals, c *client, subs []producer.Submitt
 		return fmt.Errorf("stopped waiting with %d task(s) unfinished (they keep running; see drover audit)", n)
 	}
 	if failed > 0 {
-		fmt.Fprintf(g.stderr, "%d of %d task(s) failed or were rejected\n", failed, len(subs))
+		fmt.Fprintf(g.stderr, "%d of %d task(s) did not complete (failed, rejected or cancelled)\n", failed, len(subs))
 		return exitCode(1)
 	}
 	return nil

@@ -79,7 +79,7 @@ func (p *Pipeline) completedEvent(t *taskRun, attempt int, result json.RawMessag
 	return item(ev)
 }
 
-// failedEvent ends the task as failed, after its DLQ entry.
+// failedEvents end the task as failed: its DLQ entry, then task_failed.
 func (p *Pipeline) failedEvents(t *taskRun, attempt int, reason subjects.Reason, text string) []subjects.OutboxItem {
 	ev := p.event(t, subjects.EventTaskFailed, subjects.ActorSystem, attempt, 0)
 	ev.Action = string(reason)

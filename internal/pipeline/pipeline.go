@@ -104,7 +104,8 @@ type Deps struct {
 
 // Config holds the pipeline's settings. Zero fields take their defaults.
 type Config struct {
-	// Worker names this worker in state and events (default: host name).
+	// Worker names this worker in state and events (default "drover";
+	// drover serve passes the host name and pid).
 	Worker string
 	// Limits bound request decoding (default 512 KiB, depth 32).
 	Limits subjects.Limits

@@ -199,8 +199,9 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	rr.stored = p.shrink(ctx, t, res.Output)
 	stored := res
 	stored.Output = rr.stored
-	// The put does not hold up the next role; the next commit waits for it,
-	// so a result is in the cache before the state says the role is done.
+	// The put does not hold up the next role; the next commit waits for it
+	// before publishing its events, so a result is in the cache before an
+	// event says its role is done.
 	if f, err := p.d.Cache.PutAsync(p.d.JS, key, stored); err != nil {
 		p.taskLog(t, req.Role).Warn("cache put failed", "key", key, "err", err)
 		p.d.Metrics.CachePutFailed()
