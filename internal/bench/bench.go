@@ -175,19 +175,6 @@ func SyncLabel(d time.Duration) string {
 	return "every " + d.String()
 }
 
-// ParseSync reads a --sync value: "always" (fsync before every ack) or a
-// positive duration such as "2m", nats-server's default interval.
-func ParseSync(s string) (time.Duration, error) {
-	if s == "always" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("sync %q: want \"always\" or a positive duration such as 2m", s)
-	}
-	return d, nil
-}
-
 // connect opens a connection of the bench, named for the server's view,
 // with opts (credentials and TLS) after the bench's own.
 func connect(url, name string, opts []nats.Option) (*nats.Conn, error) {

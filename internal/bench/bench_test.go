@@ -78,17 +78,7 @@ func TestRunRefusesAStoreInUse(t *testing.T) {
 	require.NoError(t, err, "nothing removed")
 }
 
-func TestParseSync(t *testing.T) {
-	d, err := ParseSync("always")
-	require.NoError(t, err)
-	require.Zero(t, d)
-	d, err = ParseSync("2m")
-	require.NoError(t, err)
-	require.Equal(t, 2*time.Minute, d)
-	for _, bad := range []string{"", "0s", "-1s", "sometimes"} {
-		_, err := ParseSync(bad)
-		require.Error(t, err, bad)
-	}
+func TestSyncLabel(t *testing.T) {
 	require.True(t, strings.HasPrefix(SyncLabel(0), "always"))
 }
 

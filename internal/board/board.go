@@ -112,7 +112,7 @@ func (p Problem) In(file string) string {
 }
 
 // Board is a parsed board file. It keeps every line of the source; only the
-// rows changed through SetStatus are rewritten by Render.
+// rows whose status changed (SetStatus, Sync) are rewritten by Render.
 type Board struct {
 	name   string
 	bom    bool
@@ -121,10 +121,8 @@ type Board struct {
 	rows   []*row // every task row, in file order
 }
 
-// Name returns the file name the board was parsed under.
-func (b *Board) Name() string { return b.name }
-
-// Workflow returns the default workflow ID of the board: WorkflowID(Name()).
+// Workflow returns the default workflow ID of the board: WorkflowID of the
+// file name it was parsed under.
 func (b *Board) Workflow() string { return WorkflowID(b.name) }
 
 // Tasks returns the board's tasks in file order.
@@ -196,7 +194,7 @@ func (b *Board) setRow(r *row, want Status) error {
 }
 
 // Render returns the board as text: the source byte for byte, but for the
-// rows SetStatus changed.
+// rows whose status changed.
 func (b *Board) Render() []byte { return render(b.bom, b.lines) }
 
 const bom = "\uFEFF"

@@ -127,3 +127,16 @@ func stop(srv *server.Server) {
 	srv.Shutdown()
 	srv.WaitForShutdown()
 }
+
+// ParseSync reads a --sync value: "always" (fsync before every ack, 0) or a
+// positive duration such as "2m", nats-server's default interval.
+func ParseSync(s string) (time.Duration, error) {
+	if s == "always" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf(`%q: want "always" or a positive duration such as 2m`, s)
+	}
+	return d, nil
+}

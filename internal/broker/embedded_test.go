@@ -80,3 +80,16 @@ func TestConnectFailsWithoutLeakingCredentials(t *testing.T) {
 	_, err = Connect(ctx, "nats://"+addr, "probe")
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+func TestParseSync(t *testing.T) {
+	d, err := ParseSync("always")
+	require.NoError(t, err)
+	require.Zero(t, d)
+	d, err = ParseSync("2m")
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Minute, d)
+	for _, bad := range []string{"", "0s", "-1s", "sometimes"} {
+		_, err := ParseSync(bad)
+		require.Error(t, err, bad)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/bench"
+	"github.com/droverhq/drover/internal/broker"
 )
 
 func init() { register(newBenchCmd) }
@@ -46,9 +47,9 @@ own; the bench uses its own queue ("bench"), but its audit events stay in
 the append-only audit stream.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sync, err := bench.ParseSync(syncFlag)
+			sync, err := broker.ParseSync(syncFlag)
 			if err != nil {
-				return fmt.Errorf("--sync: %w", err)
+				return fmt.Errorf("--sync %w", err)
 			}
 			var opts []nats.Option // credentials and TLS: for an external server only
 			if g.natsURL != "" {

@@ -285,12 +285,8 @@ func redrive(ctx context.Context, g *globals, f redriveFlags) error {
 		out = g.stderr // stdout carries the JSON lines of the finished tasks
 	}
 	for i, s := range subs {
-		dup := ""
-		if s.Duplicate {
-			dup = " (duplicate: already submitted, stored once)"
-		}
 		fmt.Fprintf(out, "redrove dlq entry %d (%s) %s as %s/%s on %s #%d%s\n", entries[i].Seq, entries[i].Reason, entries[i].Ref(),
-			s.Workflow, s.Task, g.names.TaskSubject(s.Queue), s.Seq, dup)
+			s.Workflow, s.Task, g.names.TaskSubject(s.Queue), s.Seq, dupNote(s))
 	}
 	if err != nil || !f.wait {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/droverhq/drover/internal/board"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/subjects"
 )
@@ -37,8 +38,8 @@ Lessons print oldest first, newest last. --type reads only that type's lessons.`
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if taskType != "" {
-				if err := subjects.ValidateID(taskType); err != nil || len(taskType) > subjects.MaxTypeBytes {
-					return fmt.Errorf("--type %.40q: want a task type of 1 to %d bytes with no white space", taskType, subjects.MaxTypeBytes)
+				if err := board.ValidateType(taskType); err != nil {
+					return fmt.Errorf("--type: %w", err)
 				}
 			}
 			if limit < 0 {
@@ -80,7 +81,7 @@ Lessons print oldest first, newest last. --type reads only that type's lessons.`
 			fmt.Fprintln(tw, "TIME\tTYPE\tROLE\tATTEMPT\tKIND\tWHAT\tFEEDBACK")
 			for _, l := range got {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l.Time.UTC().Format(time.DateTime), l.Type, l.Role, l.Attempt,
-					l.Kind, clip(l.What, 50), dashIfEmpty(clip(l.Feedback, 60)))
+					l.Kind, clip(l.What, 50), dash(clip(l.Feedback, 60)))
 			}
 			return tw.Flush()
 		},
@@ -93,9 +94,3 @@ Lessons print oldest first, newest last. --type reads only that type's lessons.`
 }
 
 // dashIfEmpty shows an empty table cell as "-".
-func dashIfEmpty(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}

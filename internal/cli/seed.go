@@ -8,7 +8,6 @@ import (
 
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
-	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/subjects"
 )
@@ -47,19 +46,15 @@ func seed(ctx context.Context, g *globals, w *worker.Worker, url string, f serve
 		return
 	}
 	defer c.Close()
-	after, err := producer.AuditLastSeq(ctx, c.js, g.names)
+	// The first queue this worker consumes, so the tasks reach it.
+	queue := subjects.DefaultQueue
+	if len(f.queues) > 0 {
+		queue = f.queues[0]
+	}
+	subs, after, err := publishAll(ctx, g, c, queue, reqs)
 	if err != nil {
 		g.log.Error("--submit", "err", err)
 		return
-	}
-	var subs []producer.Submitted
-	for _, r := range reqs {
-		s, err := producer.Publish(ctx, c.js, g.names, subjects.DefaultQueue, r)
-		if err != nil {
-			g.log.Error("--submit", "err", err)
-			return
-		}
-		subs = append(subs, s)
 	}
 	fmt.Fprintf(g.stderr, "\nsubmitted %d tasks of %s as workflow %s; following them to the end...\n\n", len(subs), f.seedFile, wf)
 	if err := waitAll(ctx, g, c, subs, after); err != nil {

@@ -93,17 +93,6 @@ variables override it. A bad file or prompt template stops serve before it start
 	return cmd
 }
 
-func parseSync(s string) (time.Duration, error) {
-	if s == "always" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf(`--sync %q: want "always" or a positive duration such as 2m`, s)
-	}
-	return d, nil
-}
-
 func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) error {
 	if f.concurrency < 1 {
 		return fmt.Errorf("--concurrency %d: must be at least 1", f.concurrency)
@@ -128,9 +117,9 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 			return err
 		}
 	} else {
-		sync, err := parseSync(f.sync)
+		sync, err := broker.ParseSync(f.sync)
 		if err != nil {
-			return err
+			return fmt.Errorf("--sync %w", err)
 		}
 		emb, err = broker.StartEmbedded(broker.EmbeddedConfig{Listen: f.listen, DataDir: f.data, Sync: sync, ServerName: "drover-" + sanitize(id), Logger: g.log})
 		if err != nil {

@@ -41,9 +41,9 @@ prefer nats-server itself (deploy/nats/ has the configuration files).`,
   drover serve --replicas 3 --nats-url nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			interval, err := parseSync(sync)
+			interval, err := broker.ParseSync(sync)
 			if err != nil {
-				return err
+				return fmt.Errorf("--sync %w", err)
 			}
 			if name == "" {
 				name = defaultServerName(cluster.Listen)

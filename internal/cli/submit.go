@@ -192,27 +192,39 @@ func submit(ctx context.Context, g *globals, f submitFlags, reqs []subjects.Task
 		return err
 	}
 	defer c.Close()
-	after, err := producer.AuditLastSeq(ctx, c.js, g.names)
-	if err != nil {
+	subs, after, err := publishAll(ctx, g, c, f.queue, reqs)
+	if !f.wait || err != nil {
+		for _, s := range subs {
+			fmt.Fprintf(g.stderr, "submitted %s/%s as %s #%d%s\n", s.Workflow, s.Task, g.names.TaskSubject(f.queue), s.Seq, dupNote(s))
+		}
 		return err
 	}
-	var subs []producer.Submitted
+	return waitAll(ctx, g, c, subs, after)
+}
+
+// publishAll submits reqs to queue in order. It returns what was stored
+// (up to the first error) and the audit stream's last sequence before the
+// first, where waitAll starts following.
+func publishAll(ctx context.Context, g *globals, c *client, queue string, reqs []subjects.TaskRequest) ([]producer.Submitted, uint64, error) {
+	after, err := producer.AuditLastSeq(ctx, c.js, g.names)
+	if err != nil {
+		return nil, 0, err
+	}
+	subs := make([]producer.Submitted, 0, len(reqs))
 	for _, r := range reqs {
-		s, err := producer.Publish(ctx, c.js, g.names, f.queue, r)
+		s, err := producer.Publish(ctx, c.js, g.names, queue, r)
 		if err != nil {
-			return fmt.Errorf("%w (%d of %d submitted before it)", err, len(subs), len(reqs))
+			return subs, after, fmt.Errorf("%w (%d of %d submitted before it)", err, len(subs), len(reqs))
 		}
 		subs = append(subs, s)
-		if !f.wait {
-			dup := ""
-			if s.Duplicate {
-				dup = " (duplicate: already submitted, stored once)"
-			}
-			fmt.Fprintf(g.stderr, "submitted %s/%s as %s #%d%s\n", s.Workflow, s.Task, g.names.TaskSubject(f.queue), s.Seq, dup)
-		}
 	}
-	if !f.wait {
-		return nil
+	return subs, after, nil
+}
+
+// dupNote marks a submission the server had already stored.
+func dupNote(s producer.Submitted) string {
+	if s.Duplicate {
+		return " (duplicate: already submitted, stored once)"
 	}
-	return waitAll(ctx, g, c, subs, after)
+	return ""
 }

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/state"
@@ -46,7 +44,7 @@ func waitAll(ctx context.Context, g *globals, c *client, subs []producer.Submitt
 		byWorkflow[s.Workflow] = true
 	}
 	var bar *progressbar.ProgressBar
-	if f, ok := g.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if isTerminal(g.stderr) {
 		bar = progressbar.NewOptions(len(subs), progressbar.OptionSetWriter(g.stderr),
 			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("tasks"),
 			progressbar.OptionSetDescription("running"), progressbar.OptionClearOnFinish())
@@ -87,6 +85,7 @@ func waitAll(ctx context.Context, g *globals, c *client, subs []producer.Submitt
 		}
 	}
 	remaining := func() int { mu.Lock(); defer mu.Unlock(); return len(pending) }
+	lookup := func(k key) producer.Submitted { mu.Lock(); defer mu.Unlock(); return pending[k] }
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -97,7 +96,7 @@ func waitAll(ctx context.Context, g *globals, c *client, subs []producer.Submitt
 			defer wg.Done()
 			err := producer.FollowTerminal(ctx, c.js, g.names, wf, after, func(tm producer.Terminal) bool {
 				ev := tm.Event
-				if ev.EventType == subjects.EventTaskRejected && !ownRejection(ev, pending[key{ev.WorkflowID, ev.TaskID}]) {
+				if ev.EventType == subjects.EventTaskRejected && !ownRejection(ev, lookup(key{ev.WorkflowID, ev.TaskID})) {
 					return true
 				}
 				done(finished{Workflow: ev.WorkflowID, Task: ev.TaskID, Outcome: outcomeOf(ev.EventType), Reason: reasonOf(ev),

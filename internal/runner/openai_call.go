@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/droverhq/drover/internal/prompt"
 )
 
 // maxOpenAIResponse bounds a successful response body.
@@ -91,10 +89,7 @@ func (o *OpenAI) apiKey() (key string, set bool) {
 
 // requestBody renders the prompt and encodes the chat completions request.
 func (o *OpenAI) requestBody(req Request) ([]byte, error) {
-	text, err := o.prompts.Render(o.role, prompt.Data{
-		Role: req.Role, Task: req.Task, Attempt: req.Attempt,
-		Plan: string(req.Plan), Change: string(req.Change), Feedback: req.Feedback,
-	})
+	text, err := o.prompts.Render(o.role, promptData(req))
 	if err != nil {
 		return nil, o.errorf("%w: render prompt: %v", ErrPermanent, err)
 	}

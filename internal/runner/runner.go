@@ -1,7 +1,8 @@
 // Package runner defines how a role is executed: the Runner interface, the
 // middlewares that wrap every role call (timeout, panic recovery), and the
-// built-in sim runner. Later runners (exec, openai) plug in here without
-// touching the pipeline.
+// runners: the built-in sim, exec (any agent CLI as a subprocess) and openai
+// (an OpenAI-compatible HTTP endpoint). A runner plugs in without touching
+// the pipeline.
 package runner
 
 import (

@@ -24,15 +24,3 @@ func (s Set) For(r subjects.Role) Runner {
 
 // SimSet returns a Set that uses s for every role.
 func SimSet(s *Sim) Set { return Set{Planner: s, Implementer: s, Judge: s} }
-
-// Wrap returns a Set whose runners are wrapped in mws (see Chain). Unset
-// runners stay nil.
-func (s Set) Wrap(mws ...Middleware) Set {
-	w := func(r Runner) Runner {
-		if r == nil {
-			return nil
-		}
-		return Chain(r, mws...)
-	}
-	return Set{Planner: w(s.Planner), Implementer: w(s.Implementer), Judge: w(s.Judge)}
-}

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,14 +25,4 @@ func TestSimSet(t *testing.T) {
 	for _, r := range subjects.Roles {
 		require.Same(t, sim, s.For(r))
 	}
-}
-
-func TestSetWrap(t *testing.T) {
-	t.Parallel()
-	sim := NewSim(SimOptions{})
-	s := Set{Planner: sim}.Wrap(WithRecover())
-	require.Nil(t, s.Judge)
-	_, err := s.For(subjects.RolePlanner).Run(context.Background(), simReq(t, subjects.RolePlanner, `{"panic": "planner"}`))
-	require.ErrorIs(t, err, ErrPanic)
-	require.EqualValues(t, 1, sim.Calls(subjects.RolePlanner))
 }

@@ -16,9 +16,10 @@ const SimIdentity = "sim/v1"
 // SimOptions configure a Sim.
 type SimOptions struct {
 	// CallLog, when set, is a file every call appends one JSON line to
-	// ({"role","workflow","task","attempt","try","time"}). Each line is one
-	// write to a file opened with O_APPEND, so several processes can share
-	// it; fault tests use it to count role executions across workers.
+	// ({"role","workflow","task","attempt","try","time","pid","in_flight"}).
+	// Each line is one write to a file opened with O_APPEND, so several
+	// processes can share it; fault tests use it to count role executions
+	// across workers.
 	CallLog string
 }
 
