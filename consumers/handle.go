@@ -11,19 +11,13 @@ import (
 	"github.com/droverhq/drover/internal/pipeline"
 )
 
-// Stats counts what the consumer did with messages.
+// Stats counts what the consumer's watchdog needs and reports; what is
+// done with each message goes to Metrics.
 type Stats struct {
-	Fetched     atomic.Int64
-	Acked       atomic.Int64
-	Termed      atomic.Int64
-	Naked       atomic.Int64
-	Abandoned   atomic.Int64
-	Redelivered atomic.Int64
-	Heartbeats  atomic.Int64
-	// WatchdogStalls counts stalls the watchdog repaired; WatchdogFull
-	// counts checks that found max ack pending reached.
+	// Fetched counts messages started; the watchdog watches it move.
+	Fetched atomic.Int64
+	// WatchdogStalls counts stalls the watchdog repaired.
 	WatchdogStalls atomic.Int64
-	WatchdogFull   atomic.Int64
 }
 
 // Stats returns the consumer's counters.
@@ -37,7 +31,6 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if md.NumDelivered > 1 {
-		c.stats.Redelivered.Add(1)
 		c.cfg.Metrics.Redelivered()
 	}
 	c.cfg.Metrics.InFlight(1)
@@ -62,20 +55,16 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 	c.cfg.Metrics.Settled(out.Action.String())
 	switch out.Action {
 	case pipeline.Ack:
-		c.stats.Acked.Add(1)
 		err = msg.Ack()
 	case pipeline.Term:
-		c.stats.Termed.Add(1)
 		err = msg.TermWithReason(string(out.Reason))
 	case pipeline.Nak:
-		c.stats.Naked.Add(1)
 		if workCtx.Err() != nil || out.Delay <= 0 {
 			err = msg.Nak() // stopping: hand it back at once
 		} else {
 			err = msg.NakWithDelay(out.Delay)
 		}
 	case pipeline.Abandon:
-		c.stats.Abandoned.Add(1)
 		c.log.Info("claim lost; leaving the message to its new owner", "stream_seq", md.Sequence.Stream, "delivery", md.NumDelivered, "reason", out.Err)
 	}
 	if err != nil {
@@ -113,7 +102,7 @@ func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCause
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		tick := time.NewTicker(c.cfg.AckWait / 3)
+		tick := time.NewTicker(b.wait / 3)
 		defer tick.Stop()
 		for {
 			select {
@@ -122,7 +111,7 @@ func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCause
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if time.Since(time.Unix(0, b.last.Load())) >= c.cfg.AckWait {
+				if b.stale() {
 					cancel(pipeline.ErrClaimLost)
 					return
 				}
@@ -130,7 +119,6 @@ func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCause
 					c.log.Warn("heartbeat failed", "err", err)
 					continue
 				}
-				c.stats.Heartbeats.Add(1)
 				c.cfg.Metrics.Heartbeat()
 				b.last.Store(time.Now().UnixNano())
 			}

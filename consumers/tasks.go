@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +76,10 @@ type TaskConsumer struct {
 	cons     atomic.Pointer[jetstream.Consumer]
 	fetching atomic.Bool
 	stats    Stats
+	// tasks counts this consumer's own tasks: the pool may be shared
+	// with other queues', which this consumer must neither wait for nor
+	// race with. Only Run's goroutine adds to it.
+	tasks sync.WaitGroup
 }
 
 // New returns a TaskConsumer. The pool bounds how many tasks run at once;
@@ -117,10 +122,14 @@ func (c *TaskConsumer) Run(ctx context.Context) error {
 
 	graceCtx, cancel := context.WithTimeout(context.Background(), c.cfg.Grace)
 	defer cancel()
-	if !c.pool.Wait(graceCtx) {
+	drained := make(chan struct{})
+	go func() { c.tasks.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-graceCtx.Done():
 		c.log.Warn("grace period over; handing back the tasks still running", "in_flight", c.pool.Stats().InFlight)
 		cancelWork()
-		c.pool.Wait(context.Background())
+		<-drained
 	}
 	return nil
 }
@@ -128,12 +137,9 @@ func (c *TaskConsumer) Run(ctx context.Context) error {
 func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 	failures := 0
 	for ctx.Err() == nil {
-		if err := c.pool.Acquire(ctx); err != nil {
+		n, err := c.pool.AcquireFree(ctx)
+		if err != nil {
 			return
-		}
-		n := 1
-		for n < c.pool.Size() && c.pool.TryAcquire() {
-			n++
 		}
 		got, err := c.fetch(ctx, workCtx, n)
 		for range n - got {
@@ -177,7 +183,8 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		}
 		got++
 		c.stats.Fetched.Add(1)
-		c.pool.Go(func() { c.handle(workCtx, msg) })
+		c.tasks.Add(1)
+		c.pool.Go(func() { defer c.tasks.Done(); c.handle(workCtx, msg) })
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return got, err

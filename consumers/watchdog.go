@@ -47,7 +47,6 @@ func (c *TaskConsumer) watchdog(ctx context.Context, interval time.Duration) {
 		switch {
 		case info.NumPending == 0:
 		case info.Config.MaxAckPending > 0 && info.NumAckPending >= info.Config.MaxAckPending:
-			c.stats.WatchdogFull.Add(1)
 			c.log.Warn("watchdog: max ack pending reached; new tasks wait until running or retrying ones settle (raise --max-ack-pending or lower --retry-backoff-max)",
 				"pending", info.NumPending, "ack_pending", info.NumAckPending, "max_ack_pending", info.Config.MaxAckPending)
 		default:

@@ -24,7 +24,7 @@ func (n Names) LessonsStream() string { return n.upper + "_LESSONS" }
 
 // LessonsSubject is where one task type's lessons are kept.
 func (n Names) LessonsSubject(taskType string) string {
-	return n.prefix + ".lessons." + idToken(taskType)
+	return n.prefix + ".lessons." + IDToken(taskType)
 }
 
 // LessonsWildcard matches every type's lessons.

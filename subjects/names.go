@@ -89,13 +89,13 @@ func (n Names) AuditWildcard() string { return n.prefix + ".audit.>" }
 // AuditSubject is the subject of one audit event. IDs are escaped here; pass
 // Reserved for a workflow-level event or an unreadable ID.
 func (n Names) AuditSubject(workflow, task string, actor Actor, et EventType) string {
-	return n.prefix + ".audit." + idToken(workflow) + "." + idToken(task) + "." + string(actor) + "." + string(et)
+	return n.prefix + ".audit." + IDToken(workflow) + "." + IDToken(task) + "." + string(actor) + "." + string(et)
 }
 
 // AuditTaskFilter matches every event of one task: the filter of the
 // Nats-Expected-Last-Subject-Sequence check and of a task's replay.
 func (n Names) AuditTaskFilter(workflow, task string) string {
-	return n.prefix + ".audit." + idToken(workflow) + "." + idToken(task) + ".>"
+	return n.prefix + ".audit." + IDToken(workflow) + "." + IDToken(task) + ".>"
 }
 
 // AuditFilter builds a replay filter; an empty field matches anything. It is
@@ -104,10 +104,10 @@ func (n Names) AuditTaskFilter(workflow, task string) string {
 func (n Names) AuditFilter(workflow, task string, actor Actor, et EventType) string {
 	parts := []string{n.prefix, "audit", "*", "*", "*", "*"}
 	if workflow != "" {
-		parts[2] = idToken(workflow)
+		parts[2] = IDToken(workflow)
 	}
 	if task != "" {
-		parts[3] = idToken(task)
+		parts[3] = IDToken(task)
 	}
 	if actor != "" {
 		parts[4] = string(actor)
@@ -129,17 +129,17 @@ func (n Names) AuditFilter(workflow, task string, actor Actor, et EventType) str
 // CtlSubject is the request subject of a workflow control action: pause,
 // resume or cancel.
 func (n Names) CtlSubject(workflow, action string) string {
-	return n.prefix + ".ctl.workflow." + idToken(workflow) + "." + action
+	return n.prefix + ".ctl.workflow." + IDToken(workflow) + "." + action
 }
 
 // CtlWildcard matches every workflow control request.
 func (n Names) CtlWildcard() string { return n.prefix + ".ctl.workflow.*.*" }
 
 // StateKey is the drover_state key of a task, "<wf>.<task>".
-func StateKey(workflow, task string) string { return idToken(workflow) + "." + idToken(task) }
+func StateKey(workflow, task string) string { return IDToken(workflow) + "." + IDToken(task) }
 
 // WorkflowKey is the drover_state key of a workflow, "<wf>._".
-func WorkflowKey(workflow string) string { return idToken(workflow) + "." + Reserved }
+func WorkflowKey(workflow string) string { return IDToken(workflow) + "." + Reserved }
 
 // CacheKey is the drover_cache key of a role result, "<role>.<sha256 hex>".
 func CacheKey(role Role, sum string) string { return string(role) + "." + sum }
@@ -148,7 +148,7 @@ func CacheKey(role Role, sum string) string { return string(role) + "." + sum }
 // "<wf token>/<task token>/<attempt>/<actor>/<event_type>", with "/<n>"
 // appended for event types that can happen more than once (n > 0).
 func EventID(workflow, task string, attempt int, actor Actor, et EventType, n uint64) string {
-	id := idToken(workflow) + "/" + idToken(task) + "/" + strconv.Itoa(attempt) + "/" + string(actor) + "/" + string(et)
+	id := IDToken(workflow) + "/" + IDToken(task) + "/" + strconv.Itoa(attempt) + "/" + string(actor) + "/" + string(et)
 	if n > 0 {
 		id += "/" + strconv.FormatUint(n, 10)
 	}
@@ -156,7 +156,7 @@ func EventID(workflow, task string, attempt int, actor Actor, et EventType, n ui
 }
 
 // TaskMsgID is the Nats-Msg-Id of a task request, "<wf token>/<task token>".
-func TaskMsgID(workflow, task string) string { return idToken(workflow) + "/" + idToken(task) }
+func TaskMsgID(workflow, task string) string { return IDToken(workflow) + "/" + IDToken(task) }
 
 // ResumeMsgID is the Nats-Msg-Id of a request re-published by resume.
 func ResumeMsgID(workflow, task string, revision uint64) string {
@@ -168,8 +168,9 @@ func DLQMsgID(queue string, streamSeq uint64) string {
 	return "dlq/" + queue + "/" + strconv.FormatUint(streamSeq, 10)
 }
 
-// idToken escapes an ID; an empty ID (unknown) becomes Reserved.
-func idToken(id string) string {
+// IDToken is the token of an ID in a subject, key or header; an empty ID
+// (unknown) becomes Reserved.
+func IDToken(id string) string {
 	if id == "" || id == Reserved {
 		return Reserved
 	}

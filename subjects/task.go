@@ -99,22 +99,23 @@ func (e *RejectError) Error() string { return string(e.Reason) + ": " + e.Msg }
 const maxRejectMsg = 256
 
 func reject(reason Reason, format string, args ...any) *RejectError {
-	return &RejectError{Reason: reason, Msg: headerSafe(fmt.Sprintf(format, args...))}
+	return &RejectError{Reason: reason, Msg: HeaderSafe(fmt.Sprintf(format, args...), maxRejectMsg)}
 }
 
-// headerSafe makes msg one line of valid UTF-8 of at most maxRejectMsg
-// bytes, fit for a NATS header value: an error may quote the body.
-func headerSafe(msg string) string {
+// HeaderSafe makes msg one line of valid UTF-8 of at most limit bytes
+// (cut at a character, marked "..."), fit for a NATS header value: an
+// error may quote a request body.
+func HeaderSafe(msg string, limit int) string {
 	msg = strings.Map(func(r rune) rune {
 		if r == '\r' || r == '\n' {
 			return ' '
 		}
 		return r
 	}, strings.ToValidUTF8(msg, "\uFFFD"))
-	if len(msg) <= maxRejectMsg {
+	if len(msg) <= limit {
 		return msg
 	}
-	cut := maxRejectMsg - len("...")
+	cut := limit - len("...")
 	for cut > 0 && !utf8.RuneStart(msg[cut]) {
 		cut--
 	}

@@ -80,7 +80,7 @@ func (p *Publisher) Msg(ev *subjects.OutboxEvent, traceparent string) *nats.Msg 
 	h[subjects.HeaderCESource] = []string{p.source}
 	h[subjects.HeaderCEType] = []string{"dev.drover." + string(ev.Type)}
 	h[subjects.HeaderCETime] = []string{ev.Time.UTC().Format(time.RFC3339Nano)}
-	h[subjects.HeaderCESubject] = []string{tokenOrReserved(ev.Workflow) + "/" + tokenOrReserved(ev.Task)}
+	h[subjects.HeaderCESubject] = []string{subjects.IDToken(ev.Workflow) + "/" + subjects.IDToken(ev.Task)}
 	h[subjects.HeaderCEContentType] = []string{"application/json"}
 	if traceparent != "" {
 		h[subjects.HeaderTraceparent] = []string{traceparent}
@@ -109,11 +109,4 @@ func isWrongLastSeq(err error) bool {
 	}
 	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
-}
-
-func tokenOrReserved(id string) string {
-	if id == "" || id == subjects.Reserved {
-		return subjects.Reserved
-	}
-	return subjects.Token(id)
 }

@@ -136,7 +136,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, names subjects.Names, q
 	if err != nil {
 		return stop(err)
 	}
-	defer deleteReplayConsumer(ctx, js, names.AuditStream(), cons)
+	defer DeleteConsumer(ctx, StreamOf(js, names.AuditStream()), cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return stop(err)
@@ -182,32 +182,37 @@ func lastMatching(ctx context.Context, js jetstream.JetStream, names subjects.Na
 	return m, true, nil
 }
 
-// deleteReplayConsumer deletes the replay's ephemeral consumer at once rather
-// than leaving it to the server's inactivity threshold. It runs after ctx may
-// have ended, so it uses its own short deadline; a failure is harmless, since
-// the server removes an idle ordered consumer by itself.
-func deleteReplayConsumer(ctx context.Context, js jetstream.JetStream, stream string, cons jetstream.Consumer) {
+// ConsumerDeleter deletes consumers of one stream: a jetstream.Stream, or
+// StreamOf a stream name.
+type ConsumerDeleter interface {
+	DeleteConsumer(ctx context.Context, consumer string) error
+}
+
+// StreamOf deletes consumers of the named stream through js, without
+// looking the stream up first.
+func StreamOf(js jetstream.JetStream, stream string) ConsumerDeleter { return streamOf{js, stream} }
+
+type streamOf struct {
+	js     jetstream.JetStream
+	stream string
+}
+
+func (s streamOf) DeleteConsumer(ctx context.Context, consumer string) error {
+	return s.js.DeleteConsumer(ctx, s.stream, consumer)
+}
+
+// DeleteConsumer deletes a reader's ephemeral consumer at once rather than
+// leaving it to the server's inactivity threshold. It runs after ctx may
+// have ended, so it uses its own short deadline; a failure is harmless,
+// since the server removes an idle consumer by itself.
+func DeleteConsumer(ctx context.Context, s ConsumerDeleter, cons jetstream.Consumer) {
 	info := cons.CachedInfo()
 	if info == nil {
 		return
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_ = js.DeleteConsumer(dctx, stream, info.Name)
-}
-
-// Last returns the last event of one task (task "" or subjects.Reserved: the
-// workflow's own events), read by subject from the stream without a consumer.
-// found is false when the task has no event.
-func Last(ctx context.Context, js jetstream.JetStream, names subjects.Names, workflow, task string) (Record, bool, error) {
-	m, found, err := lastMatching(ctx, js, names, names.AuditTaskFilter(workflow, task))
-	if err != nil {
-		return Record{}, false, fmt.Errorf("audit: last event of %s/%s: %w", workflow, task, err)
-	}
-	if !found {
-		return Record{}, false, nil
-	}
-	return newRecord(m.Sequence, m.Subject, m.Time, m.Header, m.Data), true, nil
+	_ = s.DeleteConsumer(dctx, info.Name)
 }
 
 // EventTable prints records as an aligned table. Rows are held until Flush

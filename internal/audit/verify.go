@@ -242,11 +242,11 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 // buffer. The consumer is deleted before it returns.
 func readOrdered(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, last uint64,
 	fn func(seq uint64, msg jetstream.Msg)) error {
-	cons, err := js.OrderedConsumer(ctx, stream, cfg)
+	cons, err := OrderedConsumer(ctx, js, stream, cfg)
 	if err != nil {
 		return fmt.Errorf("audit: verify: consumer on %s: %w", stream, err)
 	}
-	defer deleteReplayConsumer(ctx, js, stream, cons)
+	defer DeleteConsumer(ctx, StreamOf(js, stream), cons)
 	it, err := cons.Messages(jetstream.PullMaxBytes(verifyPullBytes))
 	if err != nil {
 		return fmt.Errorf("audit: verify: read %s: %w", stream, err)

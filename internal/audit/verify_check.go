@@ -128,7 +128,11 @@ func (c *checker) observe(seq uint64, subject, msgID string, data []byte) {
 		}
 		c.nextSeq = seq + 1
 	}
-	if !c.parseSubject(&e) || !c.parseEventID(&e) || !c.checkBody(&e) || c.duplicate(&e) {
+	if !c.parseSubject(&e) || !c.parseEventID(&e) {
+		return
+	}
+	c.checkBody(&e)
+	if c.duplicate(&e) {
 		return
 	}
 	reserved := e.task == subjects.Reserved
@@ -261,12 +265,12 @@ const bodyPrefix = `{"event_id":"`
 // checkBody compares the body's event_id with the Nats-Msg-Id and reads the
 // action of the events whose action matters. A body that starts with the
 // event ID, as Drover writes it, is not decoded unless its action matters.
-func (c *checker) checkBody(e *event) bool {
+func (c *checker) checkBody(e *event) {
 	needAction := e.typ == tJudge || e.typ == tFailed || e.typ == tRejected
 	d := e.data
 	if !needAction && len(d) > len(bodyPrefix)+len(e.id) && string(d[:len(bodyPrefix)]) == bodyPrefix &&
 		string(d[len(bodyPrefix):len(bodyPrefix)+len(e.id)]) == e.id && d[len(bodyPrefix)+len(e.id)] == '"' {
-		return true
+		return
 	}
 	var body struct {
 		EventID string `json:"event_id"`
@@ -274,13 +278,12 @@ func (c *checker) checkBody(e *event) bool {
 	}
 	if err := json.Unmarshal(d, &body); err != nil {
 		c.violate(e, RuleBody, "body is not an audit event: %v", err)
-		return true
+		return
 	}
 	if body.EventID != e.id {
 		c.violate(e, RuleEventIDBody, "body event_id %q differs from %s", body.EventID, subjects.HeaderMsgID)
 	}
 	e.action = body.Action
-	return true
 }
 
 // duplicate reports whether e's event ID was seen before, and records it.

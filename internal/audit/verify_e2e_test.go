@@ -30,7 +30,7 @@ func vfWorker(t *testing.T) jetstream.JetStream {
 	wnc, err := nats.Connect(srv.ClientURL())
 	require.NoError(t, err)
 	w, err := worker.New(wnc, worker.Config{
-		Concurrency: 8, FetchWait: time.Second, Log: quietLog(),
+		Concurrency: 8, FetchWait: time.Second, Log: natstest.Quiet(),
 		Runners:  runner.SimSet(runner.NewSim(runner.SimOptions{})),
 		Pipeline: pipeline.Config{RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond},
 	})

@@ -2,8 +2,6 @@ package audit_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -14,8 +12,6 @@ import (
 	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
-
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestVerifyDuplicateEventID(t *testing.T) {
 	t.Parallel()

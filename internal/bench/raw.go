@@ -185,12 +185,9 @@ func (r *raw) submit(ctx context.Context, js jetstream.JetStream, submit []time.
 // until fetchCtx ends; handlers run under workCtx.
 func (r *raw) fetchLoop(fetchCtx, workCtx context.Context, cons jetstream.Consumer, pl *pool.Pool) {
 	for fetchCtx.Err() == nil {
-		if pl.Acquire(fetchCtx) != nil {
+		n, err := pl.AcquireFree(fetchCtx)
+		if err != nil {
 			return
-		}
-		n := 1
-		for n < pl.Size() && pl.TryAcquire() {
-			n++
 		}
 		got, err := r.fetch(fetchCtx, workCtx, cons, pl, n)
 		for range n - got {

@@ -52,8 +52,9 @@ func key(role subjects.Role, name string) string {
 func (b *testBundle) put(t *testing.T, k string) uint64 {
 	t.Helper()
 	r := runner.Result{Output: json.RawMessage(`{"k":"` + k + `"}`), Action: "done"}
-	require.NoError(t, b.cache.Put(b.ctx, k, r))
-	v, err := json.Marshal(r)
+	v, err := json.Marshal(r) // what the pipeline's PutAsync stores
+	require.NoError(t, err)
+	_, err = b.res.Cache.Put(b.ctx, k, v)
 	require.NoError(t, err)
 	return uint64(len(v))
 }
@@ -184,16 +185,9 @@ func TestInvalidateTaskCoversEveryRound(t *testing.T) {
 
 func TestAdminWithoutBucket(t *testing.T) {
 	t.Parallel()
-	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: time.Second})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := broker.Connect(t.Context(), srv.ClientURL(), t.Name())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	_, js := natstest.Connect(t, natstest.Server(t, natstest.Sync(time.Second)).ClientURL())
 	admin := cache.NewAdmin(js, subjects.MustNames("drover"))
-	_, err = admin.Stats(t.Context())
+	_, err := admin.Stats(t.Context())
 	require.ErrorIs(t, err, cache.ErrNoBucket)
 	_, err = admin.Clear(t.Context())
 	require.ErrorIs(t, err, cache.ErrNoBucket)

@@ -136,17 +136,3 @@ func (c *Cache) PutAsync(js jetstream.JetStream, key string, r runner.Result) (j
 	}
 	return f, nil
 }
-
-// Put stores a result under key. A failure only costs a future miss, so it
-// is logged and returned for counting, never fatal to the task.
-func (c *Cache) Put(ctx context.Context, key string, r runner.Result) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("cache: encode %s: %w", key, err)
-	}
-	if _, err := c.kv.Put(ctx, key, b); err != nil {
-		c.log.Warn("cache put failed", "key", key, "err", err)
-		return fmt.Errorf("cache: put %s: %w", key, err)
-	}
-	return nil
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -142,7 +143,7 @@ func List(ctx context.Context, js jetstream.JetStream, names subjects.Names, f F
 	if err != nil {
 		return fmt.Errorf("dlq: read %s: %w", filter, err)
 	}
-	defer deleteConsumer(ctx, js, names, cons)
+	defer audit.DeleteConsumer(ctx, stream, cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return fmt.Errorf("dlq: read %s: %w", filter, err)
@@ -235,16 +236,4 @@ func idOf(tok string) string {
 		return tok
 	}
 	return id
-}
-
-// deleteConsumer removes the listing's ordered consumer at once rather than
-// leaving it to the server's inactivity threshold; failing is harmless.
-func deleteConsumer(ctx context.Context, js jetstream.JetStream, names subjects.Names, cons jetstream.Consumer) {
-	info := cons.CachedInfo()
-	if info == nil {
-		return
-	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = js.DeleteConsumer(dctx, names.DLQStream(), info.Name)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -35,10 +33,8 @@ func setup(tb testing.TB) *testBundle {
 
 func (tb *testBundle) book(opts lessons.Options) *lessons.Book {
 	opts.Now = tb.now.Now
-	return lessons.New(tb.js, names, quiet(), opts)
+	return lessons.New(tb.js, names, natstest.Quiet(), opts)
 }
-
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // clock is a settable clock for the cache.
 type clock struct {

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -96,7 +96,7 @@ func (b *Book) scan(ctx context.Context, filter string, fn func(subjects.Lesson)
 	if err != nil {
 		return err
 	}
-	defer deleteConsumer(ctx, st, cons)
+	defer audit.DeleteConsumer(ctx, st, cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return err
@@ -126,16 +126,4 @@ func (b *Book) scan(ctx context.Context, filter string, fn func(subjects.Lesson)
 			return nil
 		}
 	}
-}
-
-// deleteConsumer deletes a read's ephemeral consumer at once rather than
-// leaving it to the server's inactivity threshold; a failure is harmless.
-func deleteConsumer(ctx context.Context, st jetstream.Stream, cons jetstream.Consumer) {
-	info := cons.CachedInfo()
-	if info == nil {
-		return
-	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = st.DeleteConsumer(dctx, info.Name)
 }

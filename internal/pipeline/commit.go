@@ -94,9 +94,9 @@ func (p *Pipeline) casState(ctx context.Context, t *taskRun, mutate func(*subjec
 	if err := t.joinFlush(); err != nil {
 		return state.Task{}, err
 	}
-	if t.rev == 0 && (len(items) == 0 || items[0].Event == nil || items[0].Event.Type != subjects.EventTaskAccepted) {
+	if t.rev == 0 {
 		// The write that creates the state opens the task's record.
-		items = append([]subjects.OutboxItem{p.acceptedEvent(t)}, items...)
+		items = append([]subjects.OutboxItem{p.acceptedEvent(ctx, t)}, items...)
 	}
 	next := t.nextState()
 	if mutate != nil {
@@ -203,9 +203,9 @@ func (p *Pipeline) publishDLQ(ctx context.Context, d Delivery, reason subjects.R
 	h := nats.Header{}
 	h.Set(subjects.HeaderContract, subjects.ContractVersion)
 	h.Set(subjects.HeaderReason, string(reason))
-	h.Set(subjects.HeaderError, headerSafe(text))
-	h.Set(subjects.HeaderWorkflow, tokenOrReserved(workflow))
-	h.Set(subjects.HeaderTask, tokenOrReserved(task))
+	h.Set(subjects.HeaderError, subjects.HeaderSafe(text, 1024))
+	h.Set(subjects.HeaderWorkflow, subjects.IDToken(workflow))
+	h.Set(subjects.HeaderTask, subjects.IDToken(task))
 	h.Set(subjects.HeaderStreamSeq, strconv.FormatUint(d.StreamSeq, 10))
 	h.Set(subjects.HeaderDeliveries, strconv.FormatUint(d.NumDelivered, 10))
 	h.Set(subjects.HeaderMsgID, subjects.DLQMsgID(d.Queue, d.StreamSeq))
@@ -221,27 +221,6 @@ func (p *Pipeline) publishDLQ(ctx context.Context, d Delivery, reason subjects.R
 		p.d.Metrics.DLQWritten(reason)
 	}
 	return nil
-}
-
-// headerSafe keeps a header value on one line and bounded.
-func headerSafe(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c == '\r' || c == '\n' {
-			b[i] = ' '
-		}
-	}
-	if len(b) > 1024 {
-		b = append(b[:1021], "..."...)
-	}
-	return string(b)
-}
-
-func tokenOrReserved(id string) string {
-	if id == "" || id == subjects.Reserved {
-		return subjects.Reserved
-	}
-	return subjects.Token(id)
 }
 
 // errOutcome maps a commit or flush error to what to do with the message.

@@ -35,11 +35,11 @@ func item(ev *subjects.AuditEvent) subjects.OutboxItem {
 }
 
 // acceptedEvent is task_accepted, with the request as its input.
-func (p *Pipeline) acceptedEvent(t *taskRun) subjects.OutboxItem {
+func (p *Pipeline) acceptedEvent(ctx context.Context, t *taskRun) subjects.OutboxItem {
 	ev := p.event(t, subjects.EventTaskAccepted, subjects.ActorSystem, 1, 0)
 	ev.Timestamp = t.st.StartedAt // when this worker picked the task up
 	ev.Action = "accepted"
-	ev.Input = p.shrink(context.Background(), t, mustJSON(t.req))
+	ev.Input = p.shrink(ctx, t, mustJSON(t.req))
 	ev.Metadata = mustJSON(map[string]any{"queue": t.d.Queue, "stream_seq": t.d.StreamSeq})
 	return item(ev)
 }

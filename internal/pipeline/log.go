@@ -6,10 +6,10 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// TaskLog returns log with the attributes every line about a task carries:
+// taskLogger returns log with the attributes every line about a task carries:
 // workflow, task, role (omitted when empty) and attempt (the
 // implementer+judge round; 0 before the task's state is known).
-func TaskLog(log *slog.Logger, workflow, task string, role subjects.Role, attempt int) *slog.Logger {
+func taskLogger(log *slog.Logger, workflow, task string, role subjects.Role, attempt int) *slog.Logger {
 	args := make([]any, 0, 8)
 	args = append(args, "workflow", workflow, "task", task)
 	if role != "" {
@@ -27,13 +27,13 @@ func (p *Pipeline) taskLog(t *taskRun, role subjects.Role) *slog.Logger {
 			role = r
 		}
 	}
-	return withDelivery(TaskLog(p.d.Log, t.req.Workflow, t.req.ID, role, t.st.Attempt), t.d)
+	return withDelivery(taskLogger(p.d.Log, t.req.Workflow, t.req.ID, role, t.st.Attempt), t.d)
 }
 
 // requestLog is the logger of a line about a delivery before its task's
 // state is known: the attempt is 0.
 func (p *Pipeline) requestLog(d Delivery, workflow, task string) *slog.Logger {
-	return withDelivery(TaskLog(p.d.Log, workflow, task, "", 0), d)
+	return withDelivery(taskLogger(p.d.Log, workflow, task, "", 0), d)
 }
 
 func withDelivery(log *slog.Logger, d Delivery) *slog.Logger {

@@ -102,9 +102,12 @@ type Deps struct {
 	Tracer Tracer
 }
 
+// DefaultWorker is the worker name of a Config without one.
+const DefaultWorker = "drover"
+
 // Config holds the pipeline's settings. Zero fields take their defaults.
 type Config struct {
-	// Worker names this worker in state and events (default "drover";
+	// Worker names this worker in state and events (DefaultWorker;
 	// drover serve passes the host name and pid).
 	Worker string
 	// Limits bound request decoding (default 512 KiB, depth 32).
@@ -144,7 +147,7 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	if c.Worker == "" {
-		c.Worker = "drover"
+		c.Worker = DefaultWorker
 	}
 	return c
 }

@@ -78,6 +78,7 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	if err != nil {
 		return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
 	}
+	t.plan = plan // read once per delivery, not once per round
 	var (
 		change  json.RawMessage
 		implKey string

@@ -53,6 +53,20 @@ func (p *Pool) TryAcquire() bool {
 	}
 }
 
+// AcquireFree takes every free slot, at least one: it waits for the first
+// until one is free or ctx is done, then takes the others that are free
+// now. It returns how many it took.
+func (p *Pool) AcquireFree(ctx context.Context) (int, error) {
+	if err := p.Acquire(ctx); err != nil {
+		return 0, err
+	}
+	n := 1
+	for n < p.Size() && p.TryAcquire() {
+		n++
+	}
+	return n, nil
+}
+
 // Release gives back a slot taken but not used by Go.
 func (p *Pool) Release() { <-p.slots }
 

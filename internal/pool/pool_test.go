@@ -183,3 +183,16 @@ func TestStats(t *testing.T) {
 	require.EqualValues(t, 3, st.Finished)
 	require.Positive(t, st.Busy)
 }
+
+func TestAcquireFreeTakesEveryFreeSlot(t *testing.T) {
+	p := pool.New(3)
+	require.True(t, p.TryAcquire())
+	n, err := p.AcquireFree(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the two slots still free")
+	require.Zero(t, p.Free())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = p.AcquireFree(ctx)
+	require.ErrorIs(t, err, context.Canceled, "no slot free and ctx done")
+}

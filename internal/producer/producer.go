@@ -5,7 +5,6 @@ package producer
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
@@ -81,28 +80,17 @@ func FollowTerminal(ctx context.Context, js jetstream.JetStream, names subjects.
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", workflow, err)
 	}
+	defer audit.DeleteConsumer(ctx, audit.StreamOf(js, names.AuditStream()), cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", workflow, err)
 	}
 	defer it.Stop()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		select {
-		case <-ctx.Done():
-			it.Stop()
-		case <-stop:
-		}
-	}()
 	for {
-		m, err := it.Next()
+		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
-			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
 			}
 			return fmt.Errorf("follow %s: %w", workflow, err)
 		}

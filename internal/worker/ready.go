@@ -47,9 +47,6 @@ func (w *Worker) CheckReady() error {
 	return w.checkJetStream()
 }
 
-// Ready reports whether CheckReady finds the worker ready.
-func (w *Worker) Ready() bool { return w.CheckReady() == nil }
-
 // CheckLive reports whether the worker is alive (nil) or why not: it is
 // not once a queue's consume loop, or Run itself, ended while the worker
 // was not being stopped. Starting, running and draining workers are live.

@@ -128,7 +128,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, nc: nc, js: js, pool: pool.New(cfg.Concurrency), started: make(chan struct{}),
 		id: cfg.Pipeline.Worker, counts: &counts{next: cfg.Metrics}}
 	if w.id == "" {
-		w.id = "drover" // the pipeline's default
+		w.id = pipeline.DefaultWorker
 	}
 	if w.host, err = os.Hostname(); err != nil {
 		w.host = "unknown"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -32,7 +30,7 @@ func TestWorkerDrainsAndLeavesNothingBehind(t *testing.T) {
 	sim := runner.NewSim(runner.SimOptions{})
 	w, err := worker.New(nc, worker.Config{
 		Concurrency: 4, Runners: runner.SimSet(sim), FetchWait: 200 * time.Millisecond,
-		Grace: 30 * time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Grace: 30 * time.Second, Log: natstest.Quiet(),
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
