@@ -25,8 +25,9 @@ const StageDone = "done"
 // TaskState is the value of drover_state key <wf>.<task>. The key's KV
 // revision is the task's fencing token.
 //
-// Fields beyond the contract's (stream_seq, delivery, feedback, outbox,
-// result) are Drover's own bookkeeping; clients may ignore them.
+// Fields beyond the contract's (queue, stream_seq, delivery, type, tries,
+// feedback, reason, result, started_at, outbox) are Drover's own
+// bookkeeping; clients may ignore them.
 type TaskState struct {
 	Workflow string `json:"workflow"`
 	Task     string `json:"task"`

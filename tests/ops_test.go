@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/broker"
-	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
@@ -64,7 +63,7 @@ func (h *holdRunners) await(t *testing.T, n int) {
 // a GET function for them.
 func serveOps(t *testing.T, w *worker.Worker, m *ops.Metrics) func(path string) (int, string) {
 	t.Helper()
-	srv, err := ops.Listen("127.0.0.1:0", w.CheckLive, w.CheckReady, m.Registry, natstest.Quiet())
+	srv, err := ops.Listen("127.0.0.1:0", w.CheckLive, w.CheckReady, m.Registry)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

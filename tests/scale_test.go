@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -66,17 +65,14 @@ func connectBundle(t *testing.T, url string) *bundle {
 	return &bundle{t: t, url: url, nc: nc, js: js, names: subjects.MustNames("drover")}
 }
 
-// publishAsync publishes requests as producer.Publish does, without waiting
-// for each PubAck before the next, and waits for all of them.
+// publishAsync publishes requests as producer.Publish does (producer.Msg),
+// without waiting for each PubAck before the next, and waits for all of them.
 func (b *bundle) publishAsync(reqs []subjects.TaskRequest) {
 	b.t.Helper()
 	futures := make([]jetstream.PubAckFuture, 0, len(reqs))
 	for _, r := range reqs {
-		body, err := json.Marshal(r)
+		msg, err := producer.Msg(b.names, subjects.DefaultQueue, r)
 		require.NoError(b.t, err)
-		msg := &nats.Msg{Subject: b.names.TaskSubject("default"), Header: nats.Header{}, Data: body}
-		msg.Header.Set(subjects.HeaderMsgID, subjects.TaskMsgID(r.Workflow, r.ID))
-		msg.Header.Set(subjects.HeaderContract, subjects.ContractVersion)
 		f, err := b.js.PublishMsgAsync(msg)
 		require.NoError(b.t, err)
 		futures = append(futures, f)

@@ -48,7 +48,7 @@ const (
 type Config struct {
 	// Tasks is the number of tasks of each phase (default 2000).
 	Tasks int
-	// Concurrency is the pool size of the worker and of the floor
+	// Concurrency is the pool size of the worker and of the raw phases
 	// (default 16).
 	Concurrency int
 	// URL is the NATS server to measure. Empty starts an embedded server

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/pprof"
@@ -237,10 +236,9 @@ func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *
 }
 
 // submitTasks publishes n cold one-round tasks of workflow wf with async
-// publishes, recording each one's submit time, and checks every PubAck.
-// The body and headers are those of producer.Publish.
+// publishes of producer.Msg, recording each one's submit time, and checks
+// every PubAck.
 func submitTasks(ctx context.Context, cfg Config, js jetstream.JetStream, wf string, submit []time.Time) error {
-	subject := cfg.Names.TaskSubject(Queue)
 	futures := make([]jetstream.PubAckFuture, len(submit))
 	for i := range submit {
 		req := subjects.TaskRequest{
@@ -249,13 +247,10 @@ func submitTasks(ctx context.Context, cfg Config, js jetstream.JetStream, wf str
 			Scope:        fmt.Sprintf("bench %s task %d", wf, i), // unique: cold cache
 			Verification: "the sim approves",
 		}
-		body, err := json.Marshal(req)
+		msg, err := producer.Msg(cfg.Names, Queue, req)
 		if err != nil {
-			return fmt.Errorf("bench: encode task %d: %w", i, err)
+			return fmt.Errorf("bench: task %d: %w", i, err)
 		}
-		msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
-		msg.Header.Set(subjects.HeaderMsgID, subjects.TaskMsgID(wf, req.ID))
-		msg.Header.Set(subjects.HeaderContract, subjects.ContractVersion)
 		submit[i] = time.Now()
 		if futures[i], err = js.PublishMsgAsync(msg); err != nil {
 			return fmt.Errorf("bench: submit task %d: %w", i, err)

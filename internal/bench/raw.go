@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/pool"
 	"github.com/droverhq/drover/subjects"
 )
@@ -125,8 +126,8 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 // own.
 func (r *raw) create(ctx context.Context) (jetstream.Consumer, error) {
 	for _, sc := range []jetstream.StreamConfig{
-		{Name: r.tasks, Subjects: []string{r.taskSubj}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute},
-		{Name: r.audit, Subjects: []string{r.auditTo + ">"}, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute, DenyDelete: true, DenyPurge: true},
+		{Name: r.tasks, Subjects: []string{r.taskSubj}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: broker.DefaultDuplicateWindow},
+		{Name: r.audit, Subjects: []string{r.auditTo + ">"}, Storage: jetstream.FileStorage, Duplicates: broker.DefaultDuplicateWindow, DenyDelete: true, DenyPurge: true},
 	} {
 		if _, err := r.js.CreateStream(ctx, sc); err != nil {
 			return nil, fmt.Errorf("bench: %s stream %s: %w", r.name, sc.Name, err)
@@ -140,8 +141,8 @@ func (r *raw) create(ctx context.Context) (jetstream.Consumer, error) {
 		r.kv = append(r.kv, kv)
 	}
 	cons, err := r.js.CreateConsumer(ctx, r.tasks, jetstream.ConsumerConfig{
-		Durable: "bench", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
-		MaxAckPending: max(1000, r.cfg.Concurrency),
+		Durable: "bench", AckPolicy: jetstream.AckExplicitPolicy, AckWait: broker.DefaultAckWait,
+		MaxAckPending: max(broker.DefaultMaxAckPending, r.cfg.Concurrency),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench: %s consumer: %w", r.name, err)

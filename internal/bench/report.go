@@ -24,12 +24,12 @@ type Phase struct {
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
 	// Elapsed runs from the first submit to the last terminal event (the
-	// last ack, for the floor).
+	// last ack, for the raw phases).
 	Elapsed     time.Duration `json:"-"`
 	ElapsedS    float64       `json:"elapsed_s"`
 	TasksPerSec float64       `json:"tasks_per_s"`
 	// P50 and P99 are submit-to-terminal latencies (submit-to-ack for the
-	// floor).
+	// raw phases).
 	P50   time.Duration `json:"-"`
 	P99   time.Duration `json:"-"`
 	P50MS float64       `json:"p50_ms"`
@@ -40,7 +40,7 @@ type Phase struct {
 	CPUPerTaskUS float64       `json:"cpu_per_task_us"`
 	Cores        float64       `json:"cores"`
 	// WritesPerTask counts stored writes per task, the request included
-	// (floor only; the Drover phase has Report.Writes).
+	// (the raw phases; the Drover phase has Report.Writes).
 	WritesPerTask float64 `json:"writes_per_task,omitempty"`
 }
 
@@ -123,7 +123,7 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// finish computes the ratio once both phases ran.
+// finish computes the ratios once the phases ran.
 func (r *Report) finish() {
 	if r.Floor.TasksPerSec > 0 {
 		r.RatioPct = 100 * r.Drover.TasksPerSec / r.Floor.TasksPerSec

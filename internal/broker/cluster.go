@@ -46,12 +46,9 @@ func (c ClusterConfig) apply(opts *server.Options, serverName string) error {
 	if serverName == "" {
 		return errors.New("embedded nats: a cluster node needs a server name, unique in the cluster")
 	}
-	host, port, err := splitHostPort(c.Listen)
+	host, port, err := listenHostPort(c.Listen)
 	if err != nil {
 		return fmt.Errorf("embedded nats: cluster listen address %q: %w", c.Listen, err)
-	}
-	if port == 0 {
-		port = server.RANDOM_PORT
 	}
 	opts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: port}
 	for _, r := range c.Routes {
@@ -64,7 +61,10 @@ func (c ClusterConfig) apply(opts *server.Options, serverName string) error {
 	return nil
 }
 
-func splitHostPort(addr string) (string, int, error) {
+// listenHostPort splits a listen address for nats-server's options: port 0
+// (any free port) becomes server.RANDOM_PORT, since to nats-server 0 means
+// its default port.
+func listenHostPort(addr string) (string, int, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", 0, err
@@ -72,6 +72,9 @@ func splitHostPort(addr string) (string, int, error) {
 	port, err := strconv.Atoi(portStr)
 	if err != nil || port < 0 || port > 65535 {
 		return "", 0, errors.New("bad port")
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
 	}
 	return host, port, nil
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -110,13 +109,9 @@ func TestProvisionReplicasOnCluster(t *testing.T) {
 func TestReplicasOnSingleServer(t *testing.T) {
 	t.Parallel()
 	e := startServer(t)
-	nc, err := nats.Connect(e.ClientURL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	js := connectJS(t, e)
 	log, buf := newLog()
-	res, err := Provision(context.Background(), js, Settings{Names: subjects.MustNames("drover"), Replicas: 3}, log)
+	res, err := Provision(testCtx(t), js, Settings{Names: subjects.MustNames("drover"), Replicas: 3}, log)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Tasks.CachedInfo().Config.Replicas)
 	require.Contains(t, buf.String(), "not a NATS cluster")

@@ -5,7 +5,7 @@
 //
 // Every name comes from subjects.Names. The audit stream is checked, never
 // changed: Provision refuses one that is weaker than the contract allows.
-// The cache bucket's TTL, the duplicate windows of the task and DLQ streams,
-// and a queue consumer's settings are reconciled to the caller's and each
-// change is logged.
+// The cache bucket's TTL, the duplicate windows of the task, DLQ and lessons
+// streams, the lessons kept per type, and a queue consumer's settings are
+// reconciled to the caller's and each change is logged.
 package broker

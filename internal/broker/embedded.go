@@ -3,8 +3,6 @@ package broker
 import (
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -86,16 +84,9 @@ func (cfg *EmbeddedConfig) serverOptions() (*server.Options, error) {
 	if cfg.Sync < 0 {
 		return nil, fmt.Errorf("embedded nats: sync interval %s is negative", cfg.Sync)
 	}
-	host, portStr, err := net.SplitHostPort(cfg.Listen)
+	host, port, err := listenHostPort(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: listen address %q: %w", cfg.Listen, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port > 65535 {
-		return nil, fmt.Errorf("embedded nats: listen address %q: bad port", cfg.Listen)
-	}
-	if port == 0 {
-		port = server.RANDOM_PORT // to nats-server, 0 means its default port
 	}
 	opts := &server.Options{
 		ServerName: cfg.ServerName,

@@ -29,7 +29,8 @@ type Settings struct {
 	// Replicas of every stream and bucket on a cluster (0 means 1); a
 	// single server always gets 1.
 	Replicas int
-	// DuplicateWindow of the task, audit and DLQ streams (default 2m).
+	// DuplicateWindow of the task, DLQ and lessons streams, and of the
+	// audit stream when it is created (default 2m).
 	DuplicateWindow time.Duration
 	// CacheTTL is how long a cached role result lives (default 24h).
 	CacheTTL time.Duration

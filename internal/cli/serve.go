@@ -179,7 +179,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopHTTP(); wg.Wait() }()
 	if f.httpAddr != "" {
-		hs, err := ops.Listen(f.httpAddr, w.CheckLive, w.CheckReady, metrics.Registry, g.log)
+		hs, err := ops.Listen(f.httpAddr, w.CheckLive, w.CheckReady, metrics.Registry)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -46,7 +45,7 @@ func setup(t *testing.T) *testBundle {
 		}
 		return nil
 	}
-	srv, err := ops.Listen("127.0.0.1:0", func() error { return nil }, ready, tb.metrics.Registry, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv, err := ops.Listen("127.0.0.1:0", func() error { return nil }, ready, tb.metrics.Registry)
 	require.NoError(t, err)
 	tb.srv = srv
 	ctx, cancel := context.WithCancel(context.Background())
@@ -187,7 +186,7 @@ func TestServeStopsOnCancel(t *testing.T) {
 func TestListenBusyAddress(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
-	_, err := ops.Listen(tb.srv.Addr(), nil, nil, tb.metrics.Registry, nil)
+	_, err := ops.Listen(tb.srv.Addr(), nil, nil, tb.metrics.Registry)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), tb.srv.Addr())
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -22,12 +21,11 @@ type Probe func() error
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
-	log *slog.Logger
 }
 
 // Listen binds addr and returns a server that answers /livez with live,
 // /readyz with ready (a nil probe always answers ok), and /metrics from reg.
-func Listen(addr string, live, ready Probe, reg prometheus.Gatherer, log *slog.Logger) (*Server, error) {
+func Listen(addr string, live, ready Probe, reg prometheus.Gatherer) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http %s: %w", addr, err)
@@ -36,7 +34,7 @@ func Listen(addr string, live, ready Probe, reg prometheus.Gatherer, log *slog.L
 	mux.HandleFunc("GET /livez", probeHandler(live))
 	mux.HandleFunc("GET /readyz", probeHandler(ready))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, log: log}, nil
+	return &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}, nil
 }
 
 func probeHandler(p Probe) http.HandlerFunc {

@@ -24,27 +24,36 @@ type Submitted struct {
 	Duplicate bool
 }
 
-// Publish validates req and publishes it to the queue with
-// Nats-Msg-Id "<wf token>/<task token>".
+// Publish validates req and publishes it to the queue (see Msg).
 func Publish(ctx context.Context, js jetstream.JetStream, names subjects.Names, queue string, req subjects.TaskRequest) (Submitted, error) {
-	if err := subjects.ValidateQueue(queue); err != nil {
+	msg, err := Msg(names, queue, req)
+	if err != nil {
 		return Submitted{}, err
 	}
-	if err := req.Validate(); err != nil {
-		return Submitted{}, fmt.Errorf("task %q: %w", req.ID, err)
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return Submitted{}, fmt.Errorf("task %q: encode: %w", req.ID, err)
-	}
-	msg := &nats.Msg{Subject: names.TaskSubject(queue), Header: nats.Header{}, Data: body}
-	msg.Header.Set(subjects.HeaderMsgID, subjects.TaskMsgID(req.Workflow, req.ID))
-	msg.Header.Set(subjects.HeaderContract, subjects.ContractVersion)
 	ack, err := js.PublishMsg(ctx, msg)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("task %s/%s: publish: %w", req.Workflow, req.ID, err)
 	}
 	return Submitted{Workflow: req.Workflow, Task: req.ID, Queue: queue, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// Msg validates req and builds its message for the queue: the JSON body,
+// Nats-Msg-Id "<wf token>/<task token>" and the contract version.
+func Msg(names subjects.Names, queue string, req subjects.TaskRequest) (*nats.Msg, error) {
+	if err := subjects.ValidateQueue(queue); err != nil {
+		return nil, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("task %q: %w", req.ID, err)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("task %q: encode: %w", req.ID, err)
+	}
+	msg := &nats.Msg{Subject: names.TaskSubject(queue), Header: nats.Header{}, Data: body}
+	msg.Header.Set(subjects.HeaderMsgID, subjects.TaskMsgID(req.Workflow, req.ID))
+	msg.Header.Set(subjects.HeaderContract, subjects.ContractVersion)
+	return msg, nil
 }
 
 // AuditLastSeq returns the audit stream's last sequence: following from
