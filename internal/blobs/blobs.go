@@ -51,23 +51,30 @@ func (s *Store) Shrink(ctx context.Context, raw json.RawMessage) (json.RawMessag
 	if !ok {
 		return s.put(ctx, raw)
 	}
-	var out bytes.Buffer
-	last := 0
+	var (
+		out    bytes.Buffer
+		fields [][]byte // the values replaced, stored once the result is kept
+		last   int
+	)
 	for _, sp := range spans {
 		if sp.end-sp.start <= Limit {
 			continue
 		}
-		ref, err := s.put(ctx, raw[sp.start:sp.end])
-		if err != nil {
-			return nil, err
-		}
+		v := raw[sp.start:sp.end]
+		_, ref := reference(v)
 		out.Write(raw[last:sp.start])
 		out.Write(ref)
 		last = sp.end
+		fields = append(fields, v)
 	}
 	out.Write(raw[last:])
 	if out.Len() > 4*Limit { // many mid-sized fields: store the whole value
 		return s.put(ctx, raw)
+	}
+	for _, v := range fields {
+		if _, err := s.put(ctx, v); err != nil {
+			return nil, err
+		}
 	}
 	return out.Bytes(), nil
 }
@@ -102,9 +109,10 @@ func members(raw []byte) ([]span, bool) {
 	return out, true
 }
 
+// put stores v under its sha256, unless it is there already, and returns
+// its reference.
 func (s *Store) put(ctx context.Context, v []byte) (json.RawMessage, error) {
-	sum := sha256.Sum256(v)
-	name := hex.EncodeToString(sum[:])
+	name, ref := reference(v)
 	if _, err := s.obj.GetInfo(ctx, name); err != nil {
 		if !errors.Is(err, jetstream.ErrObjectNotFound) {
 			return nil, fmt.Errorf("blobs: info %s: %w", name, err)
@@ -113,11 +121,19 @@ func (s *Store) put(ctx context.Context, v []byte) (json.RawMessage, error) {
 			return nil, fmt.Errorf("blobs: put %s (%d bytes): %w", name, len(v), err)
 		}
 	}
+	return ref, nil
+}
+
+// reference names v by its sha256 and returns the Ref that stands for it.
+func reference(v []byte) (string, json.RawMessage) {
+	sum := sha256.Sum256(v)
+	name := hex.EncodeToString(sum[:])
 	head := v[:min(len(v), HeadBytes)]
 	for len(head) > 0 && !utf8.Valid(head) {
 		head = head[:len(head)-1]
 	}
-	return json.Marshal(Ref{Blob: name, Bytes: len(v), Truncated: true, Head: string(head)})
+	ref, _ := json.Marshal(Ref{Blob: name, Bytes: len(v), Truncated: true, Head: string(head)}) // a struct of strings and ints always encodes
+	return name, ref
 }
 
 // Expand reverses Shrink: references are replaced by the stored values.

@@ -136,6 +136,25 @@ func TestShrinkNonObjectStoredWhole(t *testing.T) {
 	require.Equal(t, string(big), string(back))
 }
 
+// A value whose kept fields alone are too large is stored whole, and only
+// whole: none of its large fields is left behind as an object of its own.
+func TestShrinkStoredWholeLeavesNoFieldObjects(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	mid := string(bigString(t, 60<<10))
+	raw := json.RawMessage(`{"a":` + mid + `,"b":` + mid + `,"c":` + mid + `,"d":` + mid + `,"e":` + mid + `,"f":` + string(bigString(t, 70<<10)) + `}`)
+
+	out, err := tb.store.Shrink(tb.ctx, raw)
+	require.NoError(t, err)
+	var ref blobs.Ref
+	require.NoError(t, json.Unmarshal(out, &ref))
+	require.Equal(t, sum(raw), ref.Blob)
+	objs, err := tb.obj.List(tb.ctx)
+	require.NoError(t, err)
+	require.Len(t, objs, 1)
+	require.Equal(t, sum(raw), objs[0].Name)
+}
+
 func TestShrinkSameContentStoredOnce(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
