@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -88,14 +89,13 @@ func (p *Pipeline) cancel(ctx context.Context, t *taskRun, reason string, pendin
 	return Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}
 }
 
-// CancelParked ends a parked task of a cancelled workflow: it has no message
-// to carry it, so the controller does it. A task that is not parked (or
-// already ended) is left to its owner and reported as not cancelled.
-func (p *Pipeline) CancelParked(ctx context.Context, workflow, task, reason string) (bool, error) {
-	cur, err := p.d.State.GetTask(ctx, workflow, task)
-	if err != nil {
-		return false, err
-	}
+// CancelParked ends a parked task of a cancelled workflow, from its state
+// cur as just read: it has no message to carry it, so the controller does
+// it. A task that is not parked (or already ended) is left to its owner and
+// reported as not cancelled; one whose state moved on since cur loses the
+// compare-and-set and is reported with the error.
+func (p *Pipeline) CancelParked(ctx context.Context, cur state.Task, reason string) (bool, error) {
+	workflow, task := cur.Workflow, cur.Task
 	if cur.State != subjects.StatePaused {
 		return false, nil
 	}

@@ -47,7 +47,7 @@ func (p *Pipeline) settleParked(ctx context.Context, t *taskRun) {
 			p.taskLog(t, "").Warn("parked task: could not publish it for resumption", "err", err)
 		}
 	case ws.State == subjects.StateCancelled:
-		if _, err := p.CancelParked(ctx, t.req.Workflow, t.req.ID, ws.Reason); err != nil {
+		if _, err := p.CancelParked(ctx, state.Task{TaskState: t.st, Revision: t.rev}, ws.Reason); err != nil {
 			p.taskLog(t, "").Warn("parked task: could not cancel it", "err", err)
 		}
 	}

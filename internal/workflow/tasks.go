@@ -57,7 +57,7 @@ func (c *Controller) settleTasks(ctx context.Context, wf, action, reason string)
 		case ActionResume:
 			err = c.pipe.Republish(ctx, st)
 		case ActionCancel:
-			_, err = c.pipe.CancelParked(ctx, wf, id, reason)
+			_, err = c.pipe.CancelParked(ctx, st, reason)
 		}
 		if err != nil {
 			return fmt.Errorf("workflow %s: %s task %s: %w", wf, action, id, err)
