@@ -184,8 +184,14 @@ func (e *Exec) fingerprint() string {
 		PromptFile bool              `json:"prompt_file"`
 		Template   string            `json:"template"`
 	}{e.role, e.cfg.Argv, e.cfg.Dir, e.cfg.Env, e.cfg.Inherit, e.cfg.PromptEnv, e.cfg.PromptFile, e.prompts.Hash(e.role)})
+	return identityHash("exec", b, err)
+}
+
+// identityHash is the hex sha256 of a runner's settings encoded as b; the
+// encoding of plain settings cannot fail, so err is a bug of the runner.
+func identityHash(runner string, b []byte, err error) string {
 	if err != nil {
-		panic(fmt.Sprintf("runner: exec identity: %v", err))
+		panic(fmt.Sprintf("runner: %s identity: %v", runner, err))
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])

@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,11 +210,8 @@ func openAIIdentity(cfg OpenAIConfig, promptHash string) string {
 		System      string   `json:"system"`
 		Prompt      string   `json:"prompt"`
 	}{cfg.BaseURL, cfg.Model, cfg.Temperature, cfg.MaxTokens, cfg.System, promptHash})
-	if err != nil { // cannot happen: validate rejects NaN and Inf; the rest are plain values
-		panic(fmt.Sprintf("openai: encode identity: %v", err))
-	}
-	sum := sha256.Sum256(b)
-	return OpenAIIdentityPrefix + hex.EncodeToString(sum[:])
+	// validate rejects NaN and Inf; the rest are plain values
+	return OpenAIIdentityPrefix + identityHash("openai", b, err)
 }
 
 // Identity implements Runner: "openai/v1:" and a sha256 over the base URL,

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // Bounds of the response text an error quotes.
@@ -107,9 +106,5 @@ func excerpt(r io.Reader, key string) string {
 	if len(s) <= excerptBytes {
 		return s
 	}
-	cut := excerptBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return cutRunes(s, excerptBytes) + "…"
 }

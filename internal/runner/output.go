@@ -175,11 +175,19 @@ func clip(s string) string {
 	if len(s) <= maxReasoningBytes {
 		return s
 	}
-	cut := maxReasoningBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return cutRunes(s, maxReasoningBytes) + " [truncated]"
+}
+
+// cutRunes is the longest prefix of s of at most n bytes that ends at a
+// rune boundary.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:cut] + " [truncated]"
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func compact(raw []byte) json.RawMessage {
