@@ -31,7 +31,7 @@ const (
 type settings struct {
 	endpoint string
 	useJSON  bool
-	service  string
+	service  string // OTEL_SERVICE_NAME; "" when unset
 	opts     Options
 	// exporter replaces the OTLP exporter (tests).
 	exporter sdktrace.SpanExporter
@@ -76,12 +76,11 @@ func newOTLP(ctx context.Context, s settings) (*otlpTracer, error) {
 	}
 	// Later detectors win: OTEL_RESOURCE_ATTRIBUTES over the defaults,
 	// OTEL_SERVICE_NAME (as resolved by FromEnv) over both.
-	res, err := resource.New(ctx,
-		resource.WithTelemetrySDK(),
-		resource.WithAttributes(attrs...),
-		resource.WithFromEnv(),
-		resource.WithAttributes(attribute.String("service.name", s.service)),
-	)
+	detectors := []resource.Option{resource.WithTelemetrySDK(), resource.WithAttributes(attrs...), resource.WithFromEnv()}
+	if s.service != "" {
+		detectors = append(detectors, resource.WithAttributes(attribute.String("service.name", s.service)))
+	}
+	res, err := resource.New(ctx, detectors...)
 	if err != nil {
 		_ = exp.Shutdown(ctx)
 		return nil, fmt.Errorf("tracing: resource: %w", err)

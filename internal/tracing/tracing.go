@@ -92,10 +92,7 @@ func FromEnv(ctx context.Context, opts Options) (Tracer, error) {
 	if err != nil {
 		return Nop{}, err
 	}
-	service := DefaultServiceName
-	if v := strings.TrimSpace(getenv("OTEL_SERVICE_NAME")); v != "" {
-		service = v
-	}
+	service := strings.TrimSpace(getenv("OTEL_SERVICE_NAME"))
 	t, err := newOTLP(ctx, settings{endpoint: endpoint, useJSON: useJSON, service: service, opts: opts})
 	if err != nil {
 		return Nop{}, err

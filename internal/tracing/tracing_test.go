@@ -156,3 +156,28 @@ func TestTracingSpans(t *testing.T) {
 	require.Equal(t, "w1", res["service.instance.id"])
 	require.Equal(t, "v9", res["service.version"])
 }
+
+// The service name: OTEL_SERVICE_NAME, else a service.name in
+// OTEL_RESOURCE_ATTRIBUTES, else "drover".
+func TestTracingServiceName(t *testing.T) {
+	serviceOf := func(service string) string {
+		exp := tracetest.NewInMemoryExporter()
+		tr, err := newOTLP(context.Background(), settings{service: service, exporter: exp})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tr.Shutdown(context.Background())) }()
+		_, span := tr.StartTask(context.Background(), "")
+		span.End()
+		require.NoError(t, tr.provider.ForceFlush(context.Background()))
+		for _, kv := range exp.GetSpans().Snapshots()[0].Resource().Attributes() {
+			if kv.Key == "service.name" {
+				return kv.Value.Emit()
+			}
+		}
+		return ""
+	}
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
+	require.Equal(t, DefaultServiceName, serviceOf(""))
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "service.name=from-attributes")
+	require.Equal(t, "from-attributes", serviceOf(""))
+	require.Equal(t, "from-service-name", serviceOf("from-service-name"))
+}
