@@ -109,3 +109,26 @@ func (s *Store) GetWorkflow(ctx context.Context, workflow string) (Workflow, err
 	w.Revision = e.Revision()
 	return w, nil
 }
+
+// WriteWorkflow writes a workflow's state by compare-and-set: created when
+// rev is 0, else replaced if its revision is still rev. It returns the new
+// revision; ErrConflict when another writer got there first.
+func (s *Store) WriteWorkflow(ctx context.Context, workflow string, ws subjects.WorkflowState, rev uint64) (uint64, error) {
+	b, err := json.Marshal(ws)
+	if err != nil {
+		return 0, fmt.Errorf("state: encode workflow %s: %w", workflow, err)
+	}
+	var next uint64
+	if rev == 0 {
+		next, err = s.kv.Create(ctx, subjects.WorkflowKey(workflow), b)
+	} else {
+		next, err = s.kv.Update(ctx, subjects.WorkflowKey(workflow), b, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return 0, ErrConflict
+	}
+	if err != nil {
+		return 0, fmt.Errorf("state: write workflow %s: %w", workflow, err)
+	}
+	return next, nil
+}

@@ -167,3 +167,23 @@ func TestEscapedIDsRoundTrip(t *testing.T) {
 	_, err = tb.store.GetWorkflow(tb.ctx, "board.T1")
 	require.ErrorIs(t, err, state.ErrNotFound)
 }
+
+func TestWriteWorkflowCompareAndSet(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	paused := subjects.WorkflowState{State: subjects.StatePaused, Reason: "r", UpdatedAt: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	rev, err := b.store.WriteWorkflow(b.ctx, "wf.1", paused, 0)
+	require.NoError(t, err)
+	_, err = b.store.WriteWorkflow(b.ctx, "wf.1", paused, 0)
+	require.ErrorIs(t, err, state.ErrConflict, "created twice")
+	_, err = b.store.WriteWorkflow(b.ctx, "wf.1", paused, rev+1)
+	require.ErrorIs(t, err, state.ErrConflict, "a revision that is not the last")
+	running := paused
+	running.State = subjects.StateRunning
+	next, err := b.store.WriteWorkflow(b.ctx, "wf.1", running, rev)
+	require.NoError(t, err)
+	got, err := b.store.GetWorkflow(b.ctx, "wf.1")
+	require.NoError(t, err)
+	require.Equal(t, next, got.Revision)
+	require.Equal(t, running, got.WorkflowState)
+}

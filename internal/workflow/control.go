@@ -122,18 +122,12 @@ func (c *Controller) Apply(ctx context.Context, wf, action, reason string) (Repl
 		case now == target:
 			return Reply{Workflow: wf, State: now, Revision: cur.Revision}, nil // nothing to do
 		}
-		val, _ := json.Marshal(subjects.WorkflowState{State: target, Reason: reason, UpdatedAt: c.now().UTC()})
-		var rev uint64
-		if errors.Is(err, state.ErrNotFound) {
-			rev, err = c.kv.Create(ctx, subjects.WorkflowKey(wf), val)
-		} else {
-			rev, err = c.kv.Update(ctx, subjects.WorkflowKey(wf), val, cur.Revision)
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		rev, err := c.store.WriteWorkflow(ctx, wf, subjects.WorkflowState{State: target, Reason: reason, UpdatedAt: c.now().UTC()}, cur.Revision)
+		if errors.Is(err, state.ErrConflict) {
 			continue // another controller moved it; decide again
 		}
 		if err != nil {
-			return Reply{}, fmt.Errorf("workflow %s: write state: %w", wf, err)
+			return Reply{}, fmt.Errorf("workflow %s: %w", wf, err)
 		}
 		if err := c.record(ctx, wf, target, reason, rev); err != nil {
 			return Reply{}, err
