@@ -242,9 +242,9 @@ func syncBoard(ctx context.Context, g *globals, b *board.Board, file, wf string,
 		return err
 	}
 	defer c.Close()
-	kv, err := c.js.KeyValue(ctx, g.names.StateBucket())
+	kv, err := c.stateBucket(ctx, g)
 	if err != nil {
-		return fmt.Errorf("state bucket %s: %w (is a worker running?)", g.names.StateBucket(), err)
+		return err
 	}
 	st := state.New(kv)
 	changes, err := b.Sync(func(id string) (string, bool, error) {

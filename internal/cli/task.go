@@ -100,12 +100,9 @@ func taskGet(ctx context.Context, g *globals, ref taskRef, asJSON bool) error {
 		return err
 	}
 	defer c.Close()
-	kv, err := c.js.KeyValue(ctx, g.names.StateBucket())
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return fmt.Errorf("state bucket %s does not exist (has a worker started with --prefix %s?)", g.names.StateBucket(), g.names.Prefix())
-	}
+	kv, err := c.stateBucket(ctx, g)
 	if err != nil {
-		return fmt.Errorf("state bucket %s: %w", g.names.StateBucket(), err)
+		return err
 	}
 	e, err := kv.Get(ctx, subjects.StateKey(ref.workflow, ref.task))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
@@ -216,4 +213,17 @@ func taskLine(s string) string {
 		s = string(r[:119]) + "…"
 	}
 	return s
+}
+
+// stateBucket opens the deployment's state bucket, saying what a missing
+// one most likely means.
+func (c *client) stateBucket(ctx context.Context, g *globals) (jetstream.KeyValue, error) {
+	kv, err := c.js.KeyValue(ctx, g.names.StateBucket())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("state bucket %s does not exist (has a worker started with --prefix %s?)", g.names.StateBucket(), g.names.Prefix())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state bucket %s: %w", g.names.StateBucket(), err)
+	}
+	return kv, nil
 }

@@ -83,9 +83,9 @@ func newWorkflowStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			kv, err := cl.js.KeyValue(cmd.Context(), g.names.StateBucket())
+			kv, err := cl.stateBucket(cmd.Context(), g)
 			if err != nil {
-				return fmt.Errorf("state bucket %s: %w", g.names.StateBucket(), err)
+				return err
 			}
 			st, err := workflow.GetStatus(cmd.Context(), kv, args[0])
 			if err != nil {
@@ -124,9 +124,9 @@ func newWorkflowListCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer cl.Close()
-			kv, err := cl.js.KeyValue(cmd.Context(), g.names.StateBucket())
+			kv, err := cl.stateBucket(cmd.Context(), g)
 			if err != nil {
-				return fmt.Errorf("state bucket %s: %w", g.names.StateBucket(), err)
+				return err
 			}
 			list, err := workflow.List(cmd.Context(), kv)
 			if err != nil {
