@@ -51,24 +51,37 @@ func (b *bundle) startWorker(cfg worker.Config) *worker.Worker {
 	if cfg.Pipeline.RetryBase == 0 {
 		cfg.Pipeline.RetryBase, cfg.Pipeline.RetryMax = 50*time.Millisecond, 200*time.Millisecond
 	}
+	b.t.Cleanup(nc.Close) // after the worker stopped: cleanups run last first
 	w, err := worker.New(nc, cfg)
 	require.NoError(b.t, err)
+	stop, _ := runOwned(b.t, w)
+	b.t.Cleanup(func() { require.NoError(b.t, stop()) })
+	return w
+}
+
+// runOwned runs w until the returned stop is called; stop returns Run's
+// error and may be called more than once, from any goroutine. done is
+// closed when Run has returned. The test's cleanup stops it too.
+func runOwned(t *testing.T, w *worker.Worker) (stop func() error, done <-chan struct{}) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	b.t.Cleanup(func() {
+	finished := make(chan struct{})
+	var result error
+	go func() { result = w.Run(ctx); close(finished) }()
+	stop = func() error {
 		cancel()
-		require.NoError(b.t, <-done)
-		nc.Close()
-	})
+		<-finished
+		return result
+	}
+	t.Cleanup(func() { _ = stop() })
 	select {
 	case <-w.Started():
-	case err := <-done:
-		b.t.Fatalf("worker stopped at start: %v", err)
+	case <-finished:
+		t.Fatalf("worker stopped at start: %v", result)
 	case <-time.After(20 * time.Second):
-		b.t.Fatal("worker did not start")
+		t.Fatal("worker did not start")
 	}
-	return w
+	return stop, finished
 }
 
 func simWorker(b *bundle, sim *runner.Sim, concurrency int) *worker.Worker {

@@ -21,30 +21,45 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// droverBin is the drover binary the fault tests run as child processes.
+// build is a drover binary built once per test run, with flags.
+type build struct {
+	flags []string
+	once  sync.Once
+	path  string
+	err   error
+}
+
 var (
-	buildOnce sync.Once
-	droverBin string
-	buildErr  error
+	// raceBuild is what the fault tests run as workers.
+	raceBuild = &build{flags: []string{"-race"}}
+	// plainBuild has no race detector: for NATS nodes (whose code is not
+	// under test) and for throughput figures.
+	plainBuild = &build{}
 )
 
-func binary(t *testing.T) string {
+func (b *build) get(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "drover-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		droverBin = filepath.Join(dir, "drover")
-		out, err := exec.Command("go", "build", "-race", "-o", droverBin, "../cmd/drover").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		b.path = filepath.Join(dir, "drover")
+		args := append(append([]string{"build"}, b.flags...), "-o", b.path, "../cmd/drover")
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	})
-	require.NoError(t, buildErr)
-	return droverBin
+	require.NoError(t, b.err)
+	return b.path
 }
+
+// binary is the drover binary the fault tests run as child processes.
+func binary(t *testing.T) string { return raceBuild.get(t) }
+
+// plainBinary is the drover binary without the race detector.
+func plainBinary(t *testing.T) string { return plainBuild.get(t) }
 
 // proc is a worker running as a child process.
 type proc struct {

@@ -17,31 +17,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// runOwned runs w until the returned stop is called; stop returns Run's
-// error and may be called more than once, from any goroutine. done is
-// closed when Run has returned. The test's cleanup stops it too.
-func runOwned(t *testing.T, w *worker.Worker) (stop func() error, done <-chan struct{}) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	finished := make(chan struct{})
-	var result error
-	go func() { result = w.Run(ctx); close(finished) }()
-	stop = func() error {
-		cancel()
-		<-finished
-		return result
-	}
-	t.Cleanup(func() { _ = stop() })
-	select {
-	case <-w.Started():
-	case <-finished:
-		t.Fatalf("worker stopped at start: %v", result)
-	case <-time.After(20 * time.Second):
-		t.Fatal("worker did not start")
-	}
-	return stop, finished
-}
-
 // awaitReady waits until w is ready: its consume loops start fetching
 // just after Started.
 func awaitReady(t *testing.T, w *worker.Worker) {

@@ -3,13 +3,9 @@ package tests
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,32 +17,6 @@ import (
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/subjects"
 )
-
-// plainBin is the drover binary built without the race detector: for NATS
-// nodes (whose code is not under test) and for throughput figures.
-var (
-	plainOnce sync.Once
-	plainBin  string
-	plainErr  error
-)
-
-func plainBinary(t *testing.T) string {
-	t.Helper()
-	plainOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "drover-plain-")
-		if err != nil {
-			plainErr = err
-			return
-		}
-		plainBin = filepath.Join(dir, "drover")
-		out, err := exec.Command("go", "build", "-o", plainBin, "../cmd/drover").CombinedOutput()
-		if err != nil {
-			plainErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, plainErr)
-	return plainBin
-}
 
 // stop signals the process and returns its exit error once it exited.
 func (p *proc) stop(sig syscall.Signal, d time.Duration) error {

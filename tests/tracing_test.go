@@ -150,27 +150,17 @@ func TestTracingEndToEnd(t *testing.T) {
 	w, err := worker.New(nc, worker.Config{Runners: traceExecSet(t, out), Tracer: tracer, Log: natstest.Quiet(),
 		FetchWait: time.Second, Pipeline: pipeline.Config{Worker: workerID}})
 	require.NoError(t, err)
-	wctx, stopWorker := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
+	stopW, _ := runOwned(t, w)
 	var stopOnce sync.Once
 	stop := func() {
 		stopOnce.Do(func() {
-			stopWorker()
-			require.NoError(t, <-done)
+			require.NoError(t, stopW())
 			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
 			require.NoError(t, tracer.Shutdown(sctx), "flushing the spans")
 		})
 	}
 	t.Cleanup(stop)
-	select {
-	case <-w.Started():
-	case err := <-done:
-		t.Fatalf("worker stopped at start: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("worker did not start")
-	}
 
 	after, err := producer.AuditLastSeq(ctx, b.js, b.names)
 	require.NoError(t, err)
