@@ -139,7 +139,7 @@ func List(ctx context.Context, js jetstream.JetStream, names subjects.Names, f F
 	if err != nil {
 		return fmt.Errorf("dlq: last entry of %s: %w", filter, err)
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	cons, err := audit.OrderedConsumer(ctx, js, names.DLQStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		return fmt.Errorf("dlq: read %s: %w", filter, err)
 	}
