@@ -4,7 +4,11 @@ GO ?= go
 BIN := bin/drover
 PKGS := ./...
 
-.PHONY: run build test test-short fmt bench fuzz clean
+.PHONY: run build test test-short lint fmt bench fuzz clean
+
+# staticcheck at a pinned version, installed into the Go bin directory when missing.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
 
 build:
 	$(GO) build -o $(BIN) ./cmd/drover
@@ -18,6 +22,10 @@ test:
 
 test-short:
 	$(GO) test -count=1 -timeout 10m $(PKGS)
+
+lint:
+	@$(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(STATICCHECK) $(PKGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -170,9 +170,7 @@ func (p *proc) stderrText() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []string
-	for _, l := range p.text {
-		out = append(out, l)
-	}
+	out = append(out, p.text...)
 	for _, m := range p.logs {
 		b, _ := json.Marshal(m)
 		out = append(out, string(b))

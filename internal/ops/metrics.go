@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/droverhq/drover/subjects"
 )
@@ -83,7 +84,7 @@ func NewMetrics() *Metrics {
 	}
 	r.MustRegister(m.tasks, m.roleDuration, m.runnerCalls, m.cache, m.cachePutFail, m.auditPublish,
 		m.dlq, m.inFlight, m.poolSize, m.redeliveries, m.settled, m.heartbeats,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

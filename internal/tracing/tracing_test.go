@@ -150,7 +150,7 @@ func TestTracingSpans(t *testing.T) {
 
 	res := map[attribute.Key]string{}
 	for _, kv := range tsk.Resource().Attributes() {
-		res[kv.Key] = kv.Value.Emit()
+		res[kv.Key] = kv.Value.String()
 	}
 	require.Equal(t, "svc", res["service.name"])
 	require.Equal(t, "w1", res["service.instance.id"])
@@ -170,7 +170,7 @@ func TestTracingServiceName(t *testing.T) {
 		require.NoError(t, tr.provider.ForceFlush(context.Background()))
 		for _, kv := range exp.GetSpans().Snapshots()[0].Resource().Attributes() {
 			if kv.Key == "service.name" {
-				return kv.Value.Emit()
+				return kv.Value.String()
 			}
 		}
 		return ""
