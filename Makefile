@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/drover
 PKGS := ./...
 
-.PHONY: run build test test-short lint fmt bench fuzz clean
+.PHONY: run build test test-short scale lint fmt bench fuzz clean
 
 # staticcheck at a pinned version, installed into the Go bin directory when missing.
 STATICCHECK_VERSION := v0.8.2
@@ -22,6 +22,10 @@ test:
 
 test-short:
 	$(GO) test -count=1 -timeout 10m $(PKGS)
+
+# The throughput of 1, 2 and 3 worker processes, a measurement the suite skips.
+scale:
+	DROVER_SCALE=1 $(GO) test -count=1 -timeout 15m -run '^TestScaleThroughput$$' -v ./tests/
 
 lint:
 	@$(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/subjects"
@@ -54,14 +55,20 @@ func TestFaultHostileBodies(t *testing.T) {
 	b.waitTerminal("wf-good", after, 1)
 
 	got := map[uint64]subjects.Reason{}
-	require.Eventually(t, func() bool {
-		for _, m := range b.dlq() {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		msgs, err := b.readDLQ()
+		if !assert.NoError(c, err) {
+			return
+		}
+		for _, m := range msgs {
 			var seq uint64
 			_, err := fmt.Sscan(m.Header.Get(subjects.HeaderStreamSeq), &seq)
-			require.NoError(t, err)
+			if !assert.NoError(c, err, "%s of DLQ message %q", subjects.HeaderStreamSeq, m.Subject) {
+				return
+			}
 			got[seq] = subjects.Reason(m.Header.Get(subjects.HeaderReason))
 		}
-		return len(got) == len(want)
+		assert.Len(c, got, len(want))
 	}, 60*time.Second, 50*time.Millisecond)
 	require.Equal(t, want, got)
 

@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -28,8 +31,12 @@ func TestFaultStaleWorkerWritesNothing(t *testing.T) {
 	a.signal(syscall.SIGSTOP)
 	b.startProc("--ack-wait", "2s", "--sim-call-log", log, "--worker-id", "B")
 	// B has claimed the task once it runs the implementer.
-	require.Eventually(t, func() bool { return countCalls(calls(t, log), "T1", subjects.RoleImplementer) == 2 },
-		60*time.Second, 20*time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cs, err := readCalls(log)
+		if assert.NoError(c, err) {
+			assert.Equal(c, 2, countCalls(cs, "T1", subjects.RoleImplementer))
+		}
+	}, 60*time.Second, 20*time.Millisecond)
 	a.signal(syscall.SIGCONT)
 	require.Eventually(t, func() bool { return a.logged("claim lost; leaving the message to its new owner") },
 		60*time.Second, 20*time.Millisecond, "the stale worker did not give up its claim")
@@ -86,10 +93,11 @@ func waitDuplicateWindow(t *testing.T, b *bundle, d time.Duration) {
 	}
 	_, err = b.js.PublishMsg(ctx, msg())
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		ack, err := b.js.PublishMsg(ctx, msg())
-		require.NoError(t, err)
-		return !ack.Duplicate
+		if assert.NoError(c, err) {
+			assert.False(c, ack.Duplicate, "duplicate")
+		}
 	}, 30*time.Second, 50*time.Millisecond)
 }
 
@@ -103,13 +111,14 @@ func TestFaultKillOnLastDelivery(t *testing.T) {
 	common := []string{"--ack-wait", "2s", "--max-deliver", "2", "--retry-backoff", "100ms", "--sim-call-log", log}
 	a := b.startProc(append(common, "--worker-id", "A")...)
 	after := b.submit(withSim(task("wf-last", "T1"), `{"latency_ms": {"implementer": 1500}, "fail": {"role": "implementer", "times": 1}}`))
-	require.Eventually(t, func() bool {
-		for _, c := range calls(t, log) {
-			if c.Role == subjects.RoleImplementer && c.Try == 2 {
-				return true
-			}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		cs, err := readCalls(log)
+		if !assert.NoError(ct, err) {
+			return
 		}
-		return false
+		assert.True(ct, slices.ContainsFunc(cs, func(c runner.CallLogLine) bool {
+			return c.Role == subjects.RoleImplementer && c.Try == 2
+		}))
 	}, 60*time.Second, 20*time.Millisecond, "the last allowed delivery did not start")
 	a.signal(syscall.SIGKILL)
 	b.startProc(append(common, "--worker-id", "B")...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/subjects"
@@ -33,16 +34,26 @@ func (b *bundle) quiet(workflow string, tasks int) []subjects.AuditEvent {
 		require.Equal(b.t, 1, n, "terminal events of %s", id)
 	}
 	ctx := context.Background()
-	require.Eventually(b.t, func() bool {
+	require.EventuallyWithT(b.t, func(c *assert.CollectT) {
 		s, err := b.js.Stream(ctx, b.names.TasksStream())
-		require.NoError(b.t, err)
+		if !assert.NoError(c, err) {
+			return
+		}
 		info, err := s.Info(ctx)
-		require.NoError(b.t, err)
-		c, err := b.js.Consumer(ctx, b.names.TasksStream(), b.names.Consumer("default"))
-		require.NoError(b.t, err)
-		ci, err := c.Info(ctx)
-		require.NoError(b.t, err)
-		return info.State.Msgs == 0 && ci.NumAckPending == 0 && ci.NumPending == 0
+		if !assert.NoError(c, err) {
+			return
+		}
+		cons, err := b.js.Consumer(ctx, b.names.TasksStream(), b.names.Consumer("default"))
+		if !assert.NoError(c, err) {
+			return
+		}
+		ci, err := cons.Info(ctx)
+		if !assert.NoError(c, err) {
+			return
+		}
+		assert.Zero(c, info.State.Msgs, "messages")
+		assert.Zero(c, ci.NumAckPending, "ack pending")
+		assert.Zero(c, ci.NumPending, "pending")
 	}, 30*time.Second, 50*time.Millisecond, "tasks stream not empty")
 	return evs
 }

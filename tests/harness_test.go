@@ -145,16 +145,29 @@ func (b *bundle) events(workflow string) []subjects.AuditEvent {
 
 func (b *bundle) dlq() []*jetstream.RawStreamMsg {
 	b.t.Helper()
+	out, err := b.readDLQ()
+	require.NoError(b.t, err)
+	return out
+}
+
+// readDLQ is dlq without a test to fail, for Eventually callbacks.
+func (b *bundle) readDLQ() ([]*jetstream.RawStreamMsg, error) {
 	ctx := context.Background()
 	s, err := b.js.Stream(ctx, b.names.DLQStream())
-	require.NoError(b.t, err)
+	if err != nil {
+		return nil, err
+	}
 	info, err := s.Info(ctx)
-	require.NoError(b.t, err)
+	if err != nil {
+		return nil, err
+	}
 	var out []*jetstream.RawStreamMsg
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := s.GetMsg(ctx, seq)
-		require.NoError(b.t, err, fmt.Sprint(seq))
+		if err != nil {
+			return nil, fmt.Errorf("DLQ message %d: %w", seq, err)
+		}
 		out = append(out, m)
 	}
-	return out
+	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/broker"
@@ -84,8 +85,17 @@ func serveOps(t *testing.T, w *worker.Worker, m *ops.Metrics) func(path string) 
 // metric returns the value of the series name{labels} (0 when absent).
 func metric(t *testing.T, reg prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
+	v, err := gatherMetric(reg, name, labels...)
 	require.NoError(t, err)
+	return v
+}
+
+// gatherMetric is metric without a test to fail, for Eventually callbacks.
+func gatherMetric(reg prometheus.Gatherer, name string, labels ...string) (float64, error) {
+	families, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
 	want := map[string]string{}
 	for i := 0; i+1 < len(labels); i += 2 {
 		want[labels[i]] = labels[i+1]
@@ -107,23 +117,27 @@ func metric(t *testing.T, reg prometheus.Gatherer, name string, labels ...string
 			}
 			switch {
 			case s.GetCounter() != nil:
-				return s.GetCounter().GetValue()
+				return s.GetCounter().GetValue(), nil
 			case s.GetGauge() != nil:
-				return s.GetGauge().GetValue()
+				return s.GetGauge().GetValue(), nil
 			case s.GetHistogram() != nil:
-				return float64(s.GetHistogram().GetSampleCount())
+				return float64(s.GetHistogram().GetSampleCount()), nil
 			}
 		}
 	}
-	return 0
+	return 0, nil
 }
 
 // awaitMetric waits until name{labels} reaches want: the consumer settles
 // a message just after the pipeline wrote the events a test waits for.
 func awaitMetric(t *testing.T, reg prometheus.Gatherer, want float64, name string, labels ...string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return metric(t, reg, name, labels...) == want },
-		30*time.Second, 5*time.Millisecond, "%s%v: got %v, want %v", name, labels, metric(t, reg, name, labels...), want)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, err := gatherMetric(reg, name, labels...)
+		if assert.NoError(c, err) {
+			assert.Equal(c, want, got)
+		}
+	}, 30*time.Second, 5*time.Millisecond, "%s%v", name, labels)
 }
 
 func TestMetricCompletedTask(t *testing.T) {

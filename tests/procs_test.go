@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/runner"
@@ -220,18 +221,29 @@ func (p *proc) wait(d time.Duration) error {
 // calls reads a sim call log.
 func calls(t *testing.T, path string) []runner.CallLogLine {
 	t.Helper()
+	out, err := readCalls(path)
+	require.NoError(t, err)
+	return out
+}
+
+// readCalls is calls without a test to fail, for Eventually callbacks.
+func readCalls(path string) ([]runner.CallLogLine, error) {
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
-		return nil
+		return nil, nil
 	}
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	var out []runner.CallLogLine
 	for _, line := range splitLines(data) {
 		var c runner.CallLogLine
-		require.NoError(t, json.Unmarshal(line, &c))
+		if err := json.Unmarshal(line, &c); err != nil {
+			return nil, fmt.Errorf("call log line %q: %w", line, err)
+		}
 		out = append(out, c)
 	}
-	return out
+	return out, nil
 }
 
 func splitLines(b []byte) [][]byte {
@@ -248,13 +260,11 @@ func splitLines(b []byte) [][]byte {
 // waitCall blocks until the call log holds a call of role for task.
 func waitCall(t *testing.T, path, task string, role subjects.Role) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		for _, c := range calls(t, path) {
-			if c.Task == task && c.Role == role {
-				return true
-			}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		cs, err := readCalls(path)
+		if assert.NoError(ct, err) {
+			assert.Positive(ct, countCalls(cs, task, role))
 		}
-		return false
 	}, 60*time.Second, 20*time.Millisecond, "no %s call for %s", role, task)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/audit"
@@ -88,10 +89,11 @@ func (b *bundle) requireTasksDrained() {
 	ctx := context.Background()
 	s, err := b.js.Stream(ctx, b.names.TasksStream())
 	require.NoError(b.t, err)
-	require.Eventually(b.t, func() bool {
+	require.EventuallyWithT(b.t, func(c *assert.CollectT) {
 		info, err := s.Info(ctx)
-		require.NoError(b.t, err)
-		return info.State.Msgs == 0
+		if assert.NoError(c, err) {
+			assert.Zero(c, info.State.Msgs)
+		}
 	}, 30*time.Second, 20*time.Millisecond, "tasks stream not empty")
 }
 

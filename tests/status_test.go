@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/cli"
@@ -67,11 +68,16 @@ func TestStatusListsWorkersAndQueueCounts(t *testing.T) {
 	release()
 	b.waitTerminal(wf, after, 5)
 	b.publishRaw([]byte("{not json"))
-	require.Eventually(t, func() bool {
-		r, err = col.Collect(ctx)
-		require.NoError(t, err)
-		q := r.Queues[0]
-		return q.Pending == 0 && q.InFlight == 0 && q.DeadLettered == 1 && r.Workers[0].Tasks.Rejected+r.Workers[1].Tasks.Rejected == 1
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, err := col.Collect(ctx)
+		if !assert.NoError(c, err) || !assert.Len(c, got.Queues, 1) || !assert.Len(c, got.Workers, 2) {
+			return
+		}
+		q := got.Queues[0]
+		assert.Zero(c, q.Pending, "pending")
+		assert.Zero(c, q.InFlight, "in flight")
+		assert.EqualValues(c, 1, q.DeadLettered, "dead-lettered")
+		assert.EqualValues(c, 1, got.Workers[0].Tasks.Rejected+got.Workers[1].Tasks.Rejected, "rejected")
 	}, 30*time.Second, 20*time.Millisecond)
 
 	code, out, errOut = b.drover("status", "--json")

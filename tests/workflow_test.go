@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/runner"
@@ -40,8 +41,16 @@ func (b *bundle) status(wf string) workflow.Status {
 
 func (b *bundle) waitParked(wf string, n int) {
 	b.t.Helper()
-	require.Eventually(b.t, func() bool { return b.status(wf).Counts[subjects.StatePaused] == n },
-		60*time.Second, 20*time.Millisecond, "%d tasks of %s parked", n, wf)
+	require.EventuallyWithT(b.t, func(c *assert.CollectT) {
+		kv, err := b.js.KeyValue(context.Background(), b.names.StateBucket())
+		if !assert.NoError(c, err) {
+			return
+		}
+		st, err := workflow.GetStatus(context.Background(), kv, wf)
+		if assert.NoError(c, err) {
+			assert.Equal(c, n, st.Counts[subjects.StatePaused])
+		}
+	}, 60*time.Second, 20*time.Millisecond, "%d tasks of %s parked", n, wf)
 }
 
 // Pause a running workflow, SIGKILL and restart the worker, resume: no

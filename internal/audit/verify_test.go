@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/audit"
@@ -81,14 +82,7 @@ func vfStore(t *testing.T, js jetstream.JetStream, steps ...vf) []uint64 {
 			wf = subjects.Reserved
 		}
 		if s.dlq {
-			msg := nats.NewMsg(rdNames.DLQSubject("default"))
-			msg.Header.Set(subjects.HeaderReason, s.action)
-			msg.Header.Set(subjects.HeaderWorkflow, subjects.Token(wf))
-			msg.Header.Set(subjects.HeaderTask, s.task)
-			msg.Header.Set(subjects.HeaderStreamSeq, strconv.FormatUint(s.n, 10))
-			msg.Header.Set(subjects.HeaderMsgID, subjects.DLQMsgID("default", s.n))
-			msg.Data = []byte(`{"id":"x"}`)
-			_, err := js.PublishMsg(ctx, msg)
+			_, err := js.PublishMsg(ctx, vfDLQMsg(s))
 			require.NoError(t, err)
 			continue
 		}
@@ -99,6 +93,22 @@ func vfStore(t *testing.T, js jetstream.JetStream, steps ...vf) []uint64 {
 	return seqs
 }
 
+// vfDLQMsg is the DLQ entry of step s, a DLQ step.
+func vfDLQMsg(s vf) *nats.Msg {
+	wf := "w"
+	if s.task == subjects.Reserved {
+		wf = subjects.Reserved
+	}
+	msg := nats.NewMsg(rdNames.DLQSubject("default"))
+	msg.Header.Set(subjects.HeaderReason, s.action)
+	msg.Header.Set(subjects.HeaderWorkflow, subjects.Token(wf))
+	msg.Header.Set(subjects.HeaderTask, s.task)
+	msg.Header.Set(subjects.HeaderStreamSeq, strconv.FormatUint(s.n, 10))
+	msg.Header.Set(subjects.HeaderMsgID, subjects.DLQMsgID("default", s.n))
+	msg.Data = []byte(`{"id":"x"}`)
+	return msg
+}
+
 // vfPublish stores ev with msgID as its Nats-Msg-Id, waiting out the
 // duplicate window if the ID was stored just before.
 func vfPublish(t *testing.T, js jetstream.JetStream, ev *subjects.AuditEvent, msgID string) uint64 {
@@ -106,14 +116,16 @@ func vfPublish(t *testing.T, js jetstream.JetStream, ev *subjects.AuditEvent, ms
 	body, err := json.Marshal(ev)
 	require.NoError(t, err)
 	var seq uint64
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		msg := nats.NewMsg(rdNames.AuditSubject(ev.WorkflowID, ev.TaskID, ev.Actor, ev.EventType))
 		msg.Header.Set(subjects.HeaderMsgID, msgID)
 		msg.Data = body
 		ack, err := js.PublishMsg(context.Background(), msg)
-		require.NoError(t, err)
+		if !assert.NoError(c, err) {
+			return
+		}
 		seq = ack.Sequence
-		return !ack.Duplicate
+		assert.False(c, ack.Duplicate, "duplicate")
 	}, 10*time.Second, 20*time.Millisecond, "the duplicate window did not pass")
 	return seq
 }
@@ -201,9 +213,16 @@ func TestVerifyViolations(t *testing.T) {
 			if tc.rule == audit.RuleDLQDuplicate {
 				// Store the second entry after the DLQ's duplicate window.
 				vfStore(t, js, tc.steps[0])
-				require.Eventually(t, func() bool {
-					vfStore(t, js, tc.steps[1])
-					return vfDLQCount(t, js) == 2
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					ctx := context.Background()
+					_, err := js.PublishMsg(ctx, vfDLQMsg(tc.steps[1]))
+					if !assert.NoError(c, err) {
+						return
+					}
+					s, err := js.Stream(ctx, rdNames.DLQStream())
+					if assert.NoError(c, err) {
+						assert.EqualValues(c, 2, s.CachedInfo().State.Msgs)
+					}
 				}, 10*time.Second, 20*time.Millisecond)
 				tc.steps = tc.steps[2:]
 				tc.bad -= 2
@@ -218,13 +237,6 @@ func TestVerifyViolations(t *testing.T) {
 			require.Equal(t, rep.Violations[0], *rep.First)
 		})
 	}
-}
-
-func vfDLQCount(t *testing.T, js jetstream.JetStream) uint64 {
-	t.Helper()
-	s, err := js.Stream(context.Background(), rdNames.DLQStream())
-	require.NoError(t, err)
-	return s.CachedInfo().State.Msgs
 }
 
 func TestVerifyOpenTaskIsNoViolation(t *testing.T) {

@@ -61,8 +61,14 @@ type Config struct {
 	// Sync is the embedded server's fsync interval: 0 fsyncs before every
 	// acknowledgement. It is ignored with URL.
 	Sync time.Duration
-	// Names are the deployment's names (default prefix "drover").
+	// Names are the bench's own names (default prefix DefaultPrefix,
+	// "drover_bench"). A prefix whose audit stream holds a deployment's
+	// events is refused (ErrDeploymentPrefix).
 	Names subjects.Names
+	// Keep leaves the Drover phase's streams and buckets on an external
+	// server after the run; by default they are deleted. The embedded
+	// server's store is always removed.
+	Keep bool
 	// DataDir is the embedded server's store directory; it must not
 	// exist or be empty, and is removed after the run (default: a new
 	// temporary directory).
@@ -90,7 +96,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Timeout = DefaultTimeout
 	}
 	if c.Names == (subjects.Names{}) {
-		c.Names = subjects.MustNames(subjects.DefaultPrefix)
+		c.Names = subjects.MustNames(DefaultPrefix)
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -126,7 +132,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Options = nil
 	} else {
 		rep.Server, rep.Sync = "external", "the server's own"
-		cfg.Log.Warn("benchmarking an external server: its audit stream keeps the bench's events for good, and other traffic skews the figures", "queue", Queue)
+		cfg.Log.Warn("benchmarking an external server: other traffic skews the figures", "prefix", cfg.Names.Prefix(), "keep", cfg.Keep)
 	}
 	if rep.Drover, rep.Writes, err = runDrover(ctx, cfg, url); err != nil {
 		return nil, err

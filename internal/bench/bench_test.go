@@ -56,7 +56,7 @@ func TestRun(t *testing.T) {
 	var text bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))
 	require.Contains(t, text.String(), "of the floor")
-	require.Contains(t, text.String(), "DROVER_AUDIT")
+	require.Contains(t, text.String(), "DROVER_BENCH_AUDIT")
 	var js bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&js))
 	var back map[string]any

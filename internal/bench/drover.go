@@ -39,23 +39,31 @@ func runDrover(ctx context.Context, cfg Config, url string) (Phase, Writes, erro
 	if err != nil {
 		return Phase{}, Writes{}, fmt.Errorf("bench: jetstream: %w", err)
 	}
+	if err := checkPrefix(ctx, js, cfg.Names); err != nil {
+		return Phase{}, Writes{}, err
+	}
 	settings, err := currentSettings(ctx, js, cfg.Names)
 	if err != nil {
 		return Phase{}, Writes{}, err
 	}
+	defer func() { // the streams and buckets are the bench's own: leave no trace of them
+		ctx := context.WithoutCancel(ctx)
+		if cfg.Keep {
+			_ = js.DeleteConsumer(ctx, cfg.Names.TasksStream(), cfg.Names.Consumer(Queue))
+			return
+		}
+		removeOwn(ctx, cfg, js)
+	}()
 	// Provision before counting, so creating the streams is not counted.
 	if _, err := broker.Provision(ctx, js, settings, cfg.Log); err != nil {
 		return Phase{}, Writes{}, fmt.Errorf("bench: %w", err)
 	}
-	defer func() { // the bench's consumer is its own; leave no trace of it
-		_ = js.DeleteConsumer(context.WithoutCancel(ctx), cfg.Names.TasksStream(), cfg.Names.Consumer(Queue))
-	}()
 	streams := writeStreams(cfg.Names)
 	before, err := lastSeqs(ctx, js, streams)
 	if err != nil {
 		return Phase{}, Writes{}, err
 	}
-	tr := newTerminals(fmt.Sprintf("bench-%d", time.Now().UnixNano()), cfg.Tasks)
+	tr := newTerminals(fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano()), cfg.Tasks)
 	stop, err := startWorker(ctx, cfg, ncW, settings, tr.record)
 	if err != nil {
 		return Phase{}, Writes{}, err

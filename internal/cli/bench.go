@@ -20,7 +20,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	var (
 		tasks, concurrency int
 		syncFlag, profile  string
-		asJSON             bool
+		asJSON, keep       bool
 		timeout            time.Duration
 	)
 	cmd := &cobra.Command{
@@ -43,8 +43,16 @@ Without --nats-url it embeds a server in a temporary directory with the
 --sync interval and removes it afterwards. Run it once with --sync always
 (fsync before ack, serve's default) and once with --sync 2m (nats-server's
 default) to see both. Against an external server, --sync is the server's
-own; the bench uses its own queue ("bench"), but its audit events stay in
-the append-only audit stream.`,
+own.
+
+The bench's streams, buckets and subjects are its own: prefix drover_bench
+unless --prefix (or DROVER_PREFIX) names another, so it writes nothing into
+a deployment's audit stream, state or cache. It refuses a prefix a
+deployment uses (an audit stream with events of other workflows, a task
+stream with other consumers or queues). Against an external server it
+deletes its streams and buckets after the run, its audit stream included
+(deny-delete and deny-purge protect the stream's messages, not the stream),
+unless --keep.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sync, err := broker.ParseSync(syncFlag)
@@ -59,7 +67,10 @@ the append-only audit stream.`,
 			}
 			cfg := bench.Config{
 				Tasks: tasks, Concurrency: concurrency, URL: g.natsURL, Options: opts, Sync: sync,
-				Names: g.names, Timeout: timeout, Log: g.log,
+				Timeout: timeout, Log: g.log, Keep: keep,
+			}
+			if f := cmd.Flag("prefix"); f != nil && f.Changed { // else the bench's own default
+				cfg.Names = g.names
 			}
 			if tasks <= 0 || concurrency <= 0 {
 				return fmt.Errorf("--tasks and --concurrency must be positive (got %d and %d)", tasks, concurrency)
@@ -94,6 +105,7 @@ the append-only audit stream.`,
 	f.StringVar(&syncFlag, "sync", "always", `embedded server's fsync: "always" (before every ack) or an interval such as 2m (nats-server's default)`)
 	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the drover phase to this file")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&keep, "keep", false, "keep the bench's streams and buckets on an external server after the run")
 	f.DurationVar(&timeout, "timeout", bench.DefaultTimeout, "give up on a phase after this long")
 	return cmd
 }

@@ -2,12 +2,15 @@ package ops_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,12 +35,31 @@ type testBundle struct {
 	client  *http.Client
 	cancel  context.CancelFunc
 	served  chan error
+	logs    *syncBuffer // the server's log
+}
+
+// syncBuffer is a bytes.Buffer the server's goroutines can write to.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // setup listens on a free port and serves until the test ends.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	tb := &testBundle{t: t, metrics: ops.NewMetrics(), served: make(chan error, 1)}
+	tb := &testBundle{t: t, metrics: ops.NewMetrics(), logs: &syncBuffer{}}
 	tb.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	ready := func() error {
 		if !tb.ready.Load() {
@@ -45,9 +67,19 @@ func setup(t *testing.T) *testBundle {
 		}
 		return nil
 	}
-	srv, err := ops.Listen("127.0.0.1:0", func() error { return nil }, ready, tb.metrics.Registry)
+	tb.serve(ops.Listen("127.0.0.1:0", func() error { return nil }, ready, tb.metrics.Registry, ops.WithLog(tb.log())))
+	return tb
+}
+
+// log is a logger into tb.logs.
+func (tb *testBundle) log() *slog.Logger { return slog.New(slog.NewTextHandler(tb.logs, nil)) }
+
+// serve serves srv until the test ends.
+func (tb *testBundle) serve(srv *ops.Server, err error) {
+	t := tb.t
+	t.Helper()
 	require.NoError(t, err)
-	tb.srv = srv
+	tb.srv, tb.served = srv, make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.cancel = cancel
 	go func() { tb.served <- srv.Serve(ctx) }()
@@ -55,7 +87,6 @@ func setup(t *testing.T) *testBundle {
 		cancel()
 		<-tb.served
 	})
-	return tb
 }
 
 func (tb *testBundle) get(path string) (int, string) {
@@ -103,7 +134,7 @@ func TestReadyzFollowsProbe(t *testing.T) {
 	tb := setup(t)
 	code, body := tb.get("/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, code)
-	require.Contains(t, body, "audit stream not provisioned yet")
+	require.Equal(t, "not ready: audit stream not provisioned yet\n", body)
 
 	tb.ready.Store(true)
 	code, body = tb.get("/readyz")
