@@ -4,11 +4,17 @@ GO ?= go
 BIN := bin/drover
 PKGS := ./...
 
-.PHONY: run build test test-short scale lint fmt bench fuzz clean
+.PHONY: run build test test-short test-tools scale lint fmt bench fuzz clean
 
 # staticcheck at a pinned version, installed into the Go bin directory when missing.
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
+
+# The tools tests/contract_doc_test.go runs the contract's examples with: the nats
+# CLI at a pinned version (into the Go bin directory, which the tests get on PATH)
+# and the Node.js example's packages. The tests fail without them when CI is set.
+NATSCLI_VERSION := v0.5.0
+GOBIN_DIR := $(shell $(GO) env GOPATH)/bin
 
 build:
 	$(GO) build -o $(BIN) ./cmd/drover
@@ -16,7 +22,13 @@ build:
 run: build
 	$(BIN) serve --log-format text --submit examples/board.json
 
-test:
+test test-short: export PATH := $(GOBIN_DIR):$(PATH)
+
+test-tools:
+	@PATH="$(GOBIN_DIR):$$PATH" command -v nats >/dev/null || $(GO) install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
+	@test -d examples/contract/js/node_modules || (cd examples/contract/js && npm install --no-audit --no-fund)
+
+test: test-tools
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 

@@ -4,8 +4,8 @@
 // state) and the strict decoding of task requests.
 //
 // It imports nothing else of Drover's, so a producer written in Go can depend
-// on it alone. The normative text is CONTRACT.md (version 1); this package
-// follows it exactly.
+// on it alone. The normative text is docs/contract.md (contract version 1);
+// this package follows it exactly.
 package subjects
 
 // ContractVersion is the wire contract version carried in the Drover-Contract

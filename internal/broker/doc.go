@@ -1,6 +1,6 @@
 // Package broker connects Drover to NATS JetStream: it runs the embedded
 // server, opens client connections, and provisions the streams, buckets and
-// consumers of the wire contract (CONTRACT.md), idempotently and safely when
+// consumers of the wire contract (docs/contract.md), idempotently and safely when
 // many workers start at once.
 //
 // Every name comes from subjects.Names. The audit stream is checked, never
