@@ -203,6 +203,7 @@ type composeFile struct {
 type composeService struct {
 	Image           string                       `yaml:"image"`
 	Build           any                          `yaml:"build"`
+	Ports           []string                     `yaml:"ports"`
 	Command         []string                     `yaml:"command"`
 	Hostname        string                       `yaml:"hostname"`
 	Environment     envMap                       `yaml:"environment"`
@@ -275,6 +276,9 @@ func TestDeployCompose(t *testing.T) {
 		if svc.Image != "" {
 			requireNoRegistryHost(t, "service "+name, svc.Image)
 		}
+		for _, p := range svc.Ports {
+			require.True(t, strings.HasPrefix(p, "127.0.0.1:"), "service %s: port %q is published beyond loopback (want 127.0.0.1:HOST:CONTAINER)", name, p)
+		}
 		for _, v := range svc.Volumes {
 			if src, _, _ := strings.Cut(v, ":"); !strings.HasPrefix(src, ".") {
 				require.Contains(t, cf.Volumes, src, "service %s: volume %s is not declared", name, src)
@@ -310,6 +314,10 @@ func TestDeployCompose(t *testing.T) {
 		for _, n := range nodes {
 			require.Equal(t, "service_healthy", svc.DependsOn[n.service]["condition"], "%s: waits for %s", where, n.service)
 		}
+		// The worker logs in as the worker profile, its password from the
+		// environment the nodes read it from.
+		require.Equal(t, "worker", svc.Environment["NATS_USER"], "%s: NATS_USER", where)
+		require.True(t, strings.HasPrefix(svc.Environment["NATS_PASSWORD"], "${DROVER_WORKER_PASSWORD:?"), "%s: NATS_PASSWORD from DROVER_WORKER_PASSWORD, required", where)
 
 		stop, err := time.ParseDuration(svc.StopGracePeriod)
 		require.NoError(t, err, "%s: stop_grace_period", where)
@@ -359,8 +367,12 @@ func checkComposeNATS(t *testing.T, name string, svc composeService) natsNode {
 	require.True(t, strings.HasPrefix(path.Clean(hostFile), "deploy/nats/"), "%s: config %s is under deploy/nats", where, hostFile)
 	file := filepath.Join(repoRoot, filepath.FromSlash(hostFile))
 	require.FileExists(t, file, where)
-	opts, err := server.ProcessConfigFile(file)
+	// Its include is mounted next to it, as it is next to it here.
+	include := "./deploy/nats/profiles.conf:" + path.Join(path.Dir(confPath), "profiles.conf") + ":ro"
+	require.Contains(t, svc.Volumes, include, "%s: profiles.conf mounted next to the config", where)
+	opts, err := server.ProcessConfigFile(filepath.Join(natsConfWithPasswords(t), filepath.Base(hostFile)))
 	require.NoError(t, err, "%s: %s", where, hostFile)
+	checkNATSAuth(t, where, svc, opts)
 
 	require.True(t, opts.JetStream, "%s: JetStream enabled", where)
 	require.NotEmpty(t, opts.StoreDir, "%s: JetStream store_dir", where)
@@ -378,6 +390,59 @@ func checkComposeNATS(t *testing.T, name string, svc composeService) natsNode {
 		require.Greater(t, stop, opts.LameDuckDuration, "%s: stop_grace_period exceeds lame_duck_duration", where)
 	}
 	return natsNode{service: name, svc: svc, opts: opts}
+}
+
+// deployPasswords are test values of the passwords deploy/nats/profiles.conf
+// reads from the environment.
+var deployPasswords = map[string]string{"producer": "producer-deploy-pw", "worker": "worker-deploy-pw", "investigator": "investigator-deploy-pw"}
+
+// natsConfWithPasswords copies deploy/nats to a temporary directory with
+// deployPasswords defined at the top of profiles.conf, so the files parse
+// without the variables in the environment (a variable of an including
+// file does not reach an included one).
+func natsConfWithPasswords(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(repoRoot, "deploy", "nats")
+	dir := t.TempDir()
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		if e.Name() == "profiles.conf" {
+			vars := "# test passwords\n"
+			for user, pw := range deployPasswords {
+				vars += fmt.Sprintf("DROVER_%s_PASSWORD: %q\n", strings.ToUpper(user), pw)
+			}
+			b = append([]byte(vars), b...)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o600))
+	}
+	return dir
+}
+
+// checkNATSAuth checks that a node lets no one in without a login: the
+// three permission profiles, each user's password read from the variable
+// the compose service passes through from the environment.
+func checkNATSAuth(t *testing.T, where string, svc composeService, opts *server.Options) {
+	t.Helper()
+	require.Empty(t, opts.NoAuthUser, "%s: no_auth_user would let anyone in", where)
+	require.Empty(t, opts.Authorization, "%s: users, not a shared token", where)
+	users := map[string]*server.User{}
+	for _, u := range opts.Users {
+		users[u.Username] = u
+	}
+	require.Len(t, users, len(deployPasswords), "%s: the producer, worker and investigator users", where)
+	for name, pw := range deployPasswords {
+		u := users[name]
+		require.NotNil(t, u, "%s: user %s", where, name)
+		require.Equal(t, pw, u.Password, "%s: %s's password comes from $DROVER_%s_PASSWORD", where, name, strings.ToUpper(name))
+		require.NotNil(t, u.Permissions, "%s: %s has a permission profile", where, name)
+		require.NotNil(t, u.Account, "%s: %s is in an account", where, name)
+		require.Equal(t, "DROVER", u.Account.Name, "%s: %s's account", where, name)
+		v := "DROVER_" + strings.ToUpper(name) + "_PASSWORD"
+		require.True(t, strings.HasPrefix(svc.Environment[v], "${"+v+":?"), "%s: %s passed through from the environment, required", where, v)
+	}
 }
 
 // checkNATSCluster checks that the nodes form one cluster with JetStream:
@@ -485,6 +550,10 @@ type k8sContainer struct {
 			ResourceFieldRef *struct {
 				Resource string `yaml:"resource"`
 			} `yaml:"resourceFieldRef"`
+			SecretKeyRef *struct {
+				Name string `yaml:"name"`
+				Key  string `yaml:"key"`
+			} `yaml:"secretKeyRef"`
 		} `yaml:"valueFrom"`
 	} `yaml:"env"`
 	Ports []struct {
@@ -651,6 +720,16 @@ func TestDeployKubernetes(t *testing.T) {
 		}
 	}
 	env := serve.env(t, where, envs)
+	// The worker profile's login, its password from a Secret.
+	require.Equal(t, "worker", envs["NATS_USER"], "%s: NATS_USER", where)
+	var fromSecret bool
+	for _, e := range c.Env {
+		if e.Name == "NATS_PASSWORD" {
+			require.Empty(t, e.Value, "%s: NATS_PASSWORD in plain text", where)
+			fromSecret = e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name != "" && e.ValueFrom.SecretKeyRef.Key != ""
+		}
+	}
+	require.True(t, fromSecret, "%s: NATS_PASSWORD from a Secret (valueFrom.secretKeyRef)", where)
 	require.NotEmpty(t, c.Resources.Requests, "%s: resource requests", where)
 	require.NotEmpty(t, c.Resources.Limits["memory"], "%s: a memory limit", where)
 

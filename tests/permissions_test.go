@@ -133,13 +133,18 @@ func startPermServer(t *testing.T) *permServer {
 	t.Helper()
 	conf, err := os.ReadFile("../deploy/nats/permissions.conf")
 	require.NoError(t, err)
+	profiles, err := os.ReadFile("../deploy/nats/profiles.conf")
+	require.NoError(t, err)
 	dir := t.TempDir()
+	// The passwords are defined where they are used: a variable of an
+	// including file does not reach the included one.
 	vars := "# test passwords\n"
 	for user, pw := range permPasswords {
 		vars += fmt.Sprintf("DROVER_%s_PASSWORD: %q\n", strings.ToUpper(user), pw)
 	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "profiles.conf"), append([]byte(vars), profiles...), 0o600))
 	path := filepath.Join(dir, "server.conf")
-	require.NoError(t, os.WriteFile(path, append([]byte(vars), conf...), 0o600))
+	require.NoError(t, os.WriteFile(path, conf, 0o600))
 	opts, err := server.ProcessConfigFile(path)
 	require.NoError(t, err)
 	opts.Host, opts.Port, opts.StoreDir, opts.NoSigs = "127.0.0.1", -1, filepath.Join(dir, "js"), true

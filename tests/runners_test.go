@@ -22,7 +22,8 @@ import (
 
 // TestRunnersExecEndToEnd runs every role through the exec runner: a shell
 // script that reads the role's JSON request on stdin and answers as the
-// role would. A re-run under a new workflow is served from the cache.
+// role would. The script is pure and says so (cache: true), so a re-run
+// under a new workflow is served from the cache.
 func TestRunnersExecEndToEnd(t *testing.T) {
 	t.Parallel()
 	script, err := filepath.Abs(filepath.Join("testdata", "agent.sh"))
@@ -32,6 +33,7 @@ func TestRunnersExecEndToEnd(t *testing.T) {
 		return fmt.Sprintf(`  %s:
     runner: exec
     timeout: 1m
+    cache: true
     exec: {argv: [sh, %q, %s], env: {AGENT_CALL_LOG: %q}, inherit: [PATH]}
 `, name, script, name, calls)
 	}
@@ -48,6 +50,53 @@ func TestRunnersExecEndToEnd(t *testing.T) {
 		return strings.Count(string(b), "\n")
 	}
 	runTwiceFromCache(t, set, count)
+}
+
+// TestRunnersExecCachePolicy runs the same task under two workflows with
+// an exec implementer (planner and judge on the sim). An exec agent is
+// side-effecting, so by default it runs for each workflow, its results
+// neither served from the cache nor stored; with cache: true (declared
+// pure) the second workflow is served from the cache.
+func TestRunnersExecCachePolicy(t *testing.T) {
+	t.Parallel()
+	script, err := filepath.Abs(filepath.Join("testdata", "agent.sh"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, cache string
+		calls       int
+		cached      bool
+	}{
+		{"exec default", "", 2, false},
+		{"declared pure", "cache: true, ", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			calls := filepath.Join(t.TempDir(), "calls.log")
+			set := runnersFromConfig(t, fmt.Sprintf(`roles:
+  planner: {runner: sim}
+  judge: {runner: sim}
+  implementer: {runner: exec, %sexec: {argv: [sh, %q, implementer], env: {AGENT_CALL_LOG: %q}, inherit: [PATH]}}
+`, tc.cache, script, calls))
+			b := setup(t)
+			b.startWorker(worker.Config{Concurrency: 1, Runners: set})
+			for _, wf := range []string{"run-1", "run-2"} {
+				after := b.submit(task(wf, "T1"))
+				ev := b.waitTerminal(wf, after, 1)["T1"]
+				require.Equal(t, subjects.EventTaskCompleted, ev.EventType, "%s: %s %s", wf, ev.Action, ev.Error)
+			}
+			log, err := os.ReadFile(calls)
+			require.NoError(t, err)
+			require.Equal(t, tc.calls, strings.Count(string(log), "\n"), "implementer calls over both workflows")
+			for _, ev := range b.events("run-2") {
+				switch ev.Actor {
+				case subjects.ActorOf(subjects.RoleImplementer):
+					require.Equal(t, tc.cached, ev.Cached, ev.EventID)
+				case subjects.ActorOf(subjects.RolePlanner), subjects.ActorOf(subjects.RoleJudge):
+					require.True(t, ev.Cached, "the sim roles stay cached: %s", ev.EventID)
+				}
+			}
+		})
+	}
 }
 
 // TestRunnersOpenAIEndToEnd runs every role through the openai runner

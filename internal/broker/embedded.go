@@ -3,9 +3,12 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // Defaults of EmbeddedConfig.
@@ -20,8 +23,9 @@ const readyTimeout = 10 * time.Second
 
 // EmbeddedConfig configures an in-process NATS server with JetStream.
 type EmbeddedConfig struct {
-	// Listen is the client address, host:port (default "127.0.0.1:4222").
-	// Port 0 picks a free port; ClientURL reports it.
+	// Listen is the client address, host:port (default "127.0.0.1:4222",
+	// or the ConfigFile's listen). Port 0 picks a free port; ClientURL
+	// reports it.
 	Listen string
 	// DataDir is the JetStream store directory (default "./.drover").
 	DataDir string
@@ -35,8 +39,19 @@ type EmbeddedConfig struct {
 	// Cluster joins the server to a NATS cluster; the zero value runs it
 	// alone.
 	Cluster ClusterConfig
+	// Auth is what clients must present to log in (default: nothing).
+	Auth ServerAuth
+	// ConfigFile is a nats-server configuration file, read with the
+	// server's own parser (accounts, users and permissions, TLS, limits).
+	// The file's listen applies unless Listen is set; a file without one
+	// listens on 127.0.0.1:4222. JetStream is always on; the file's
+	// store_dir and sync_interval win over DataDir and Sync, and its
+	// server_name over ServerName. Auth and Cluster must then be left
+	// zero: the file configures both.
+	ConfigFile string
 	// Logger receives the server's log, notices at debug level; nil
-	// discards it.
+	// discards it. A server that is reachable from other machines and
+	// lets anyone in is logged as a warning here.
 	Logger *slog.Logger
 }
 
@@ -60,6 +75,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("embedded nats on %s: %w", cfg.Listen, err)
 	}
 	srv.SetLoggerV2(logs, false, false, false)
+	if msg := exposureWarning(opts); msg != "" && cfg.Logger != nil {
+		cfg.Logger.Warn(msg)
+	}
 	// Start returns once the client listener is open or has failed.
 	srv.Start()
 	if msg := logs.firstFatal(); msg != "" {
@@ -75,6 +93,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 
 // serverOptions fills in defaults and translates cfg to server options.
 func (cfg *EmbeddedConfig) serverOptions() (*server.Options, error) {
+	if cfg.ConfigFile != "" {
+		return cfg.fileOptions()
+	}
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
@@ -83,6 +104,9 @@ func (cfg *EmbeddedConfig) serverOptions() (*server.Options, error) {
 	}
 	if cfg.Sync < 0 {
 		return nil, fmt.Errorf("embedded nats: sync interval %s is negative", cfg.Sync)
+	}
+	if err := cfg.Auth.validate(); err != nil {
+		return nil, err
 	}
 	host, port, err := listenHostPort(cfg.Listen)
 	if err != nil {
@@ -102,14 +126,68 @@ func (cfg *EmbeddedConfig) serverOptions() (*server.Options, error) {
 	} else {
 		opts.SyncInterval = cfg.Sync
 	}
+	cfg.Auth.apply(opts)
 	if err := cfg.Cluster.apply(opts, cfg.ServerName); err != nil {
 		return nil, err
 	}
 	return opts, nil
 }
 
+// fileOptions reads cfg.ConfigFile with nats-server's parser and fills in
+// what the file leaves out.
+func (cfg *EmbeddedConfig) fileOptions() (*server.Options, error) {
+	if !cfg.Auth.IsZero() {
+		return nil, fmt.Errorf("%w: a configuration file and credentials: set the users in %s", ErrServerAuth, cfg.ConfigFile)
+	}
+	if cfg.Cluster.Listen != "" || cfg.Cluster.Name != "" || len(cfg.Cluster.Routes) > 0 {
+		return nil, fmt.Errorf("embedded nats: a configuration file and cluster settings: set the cluster in %s", cfg.ConfigFile)
+	}
+	if cfg.Sync < 0 {
+		return nil, fmt.Errorf("embedded nats: sync interval %s is negative", cfg.Sync)
+	}
+	opts, err := server.ProcessConfigFile(cfg.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	if cfg.Listen != "" {
+		if opts.Host, opts.Port, err = listenHostPort(cfg.Listen); err != nil {
+			return nil, fmt.Errorf("embedded nats: listen address %q: %w", cfg.Listen, err)
+		}
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.Port == 0 {
+		opts.Port = server.DEFAULT_PORT
+	}
+	cfg.Listen = net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
+	if opts.ServerName == "" {
+		opts.ServerName = cfg.ServerName
+	}
+	opts.JetStream = true
+	if opts.StoreDir == "" {
+		opts.StoreDir = cfg.DataDir
+		if opts.StoreDir == "" {
+			opts.StoreDir = DefaultDataDir
+		}
+	}
+	if !opts.SyncAlways && opts.SyncInterval == 0 {
+		if cfg.Sync == 0 {
+			opts.SyncAlways = true
+		} else {
+			opts.SyncInterval = cfg.Sync
+		}
+	}
+	opts.NoSigs, opts.NoLog = true, true
+	return opts, nil
+}
+
 // ClientURL is the URL clients connect to, with the actual port.
 func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
+
+// InProcess is the connection option that reaches this server inside the
+// process, without the network; the URL given to Connect is then ignored.
+func (e *Embedded) InProcess() nats.Option { return nats.InProcessServer(e.srv) }
 
 // Shutdown stops the server and waits until it has stopped.
 func (e *Embedded) Shutdown() { stop(e.srv) }

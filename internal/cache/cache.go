@@ -42,7 +42,8 @@ func New(kv jetstream.KeyValue, log *slog.Logger) *Cache {
 // identity: "<role>.<sha256 hex>" over a canonical encoding of everything
 // that determines the role's output (the role, the runner's identity, the
 // task's ID, scope, verification, type and metadata, the round, the plan,
-// the change, the judge's feedback and the lessons the runner reads) and nothing that does not (no
+// the change, the judge's feedback, the lessons the runner reads and the
+// base commit of the role's workspace) and nothing that does not (no
 // workflow ID, no timestamps, no try number, no max_attempts).
 //
 // The encoding is a version tag and then each field as its length (8 bytes,
@@ -87,6 +88,10 @@ func Key(identity string, req runner.Request) string {
 		for _, l := range req.Lessons {
 			str(l)
 		}
+	}
+	if req.WorkspaceBase != "" { // no workspace leaves the key as before
+		str("workspace_base")
+		str(req.WorkspaceBase)
 	}
 	var sum [sha256.Size]byte
 	return subjects.CacheKey(req.Role, hex.EncodeToString(h.Sum(sum[:0])))

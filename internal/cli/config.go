@@ -38,7 +38,8 @@ flags and DROVER_* variables override the file, the file overrides the defaults.
 		Short: "Validate a configuration file, its prompt templates and runners; print each role's runner",
 		Long: `Load and validate FILE (default: --config, env DROVER_CONFIG, else ./drover.yaml), load
 the prompt templates (prompts_dir, or --prompts), and build every role's runner without
-calling it. Prints each role's runner and identity (part of the cache key). Exits 1 with
+calling it. Prints each role's runner and identity (part of the cache key), and whether
+its results are cached and why (exec roles are not, unless cache: true). Exits 1 with
 the first problems found, naming the field, or the template's file and line.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -91,7 +92,26 @@ func configCheck(cmd *cobra.Command, g *globals, path, promptsDir string) error 
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r, rc.RunnerName(), timeout, prompts.File(r), runnerDetail(rc), set.For(r).Identity())
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(g.stdout)
+	tw = tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tRUNNER\tCACHE")
+	for _, r := range subjects.Roles {
+		rc := file.Roles.For(r)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r, rc.RunnerName(), cacheText(rc))
+	}
 	return tw.Flush()
+}
+
+// cacheText says whether a role's results are cached, and why.
+func cacheText(rc *config.Role) string {
+	cached, why := rc.Cached()
+	if cached {
+		return "cached: " + why
+	}
+	return "not cached: " + why
 }
 
 // runnerDetail says in a few words what a role's runner calls. It names

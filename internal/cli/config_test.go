@@ -71,6 +71,8 @@ func TestConfigApplyToServeFlags(t *testing.T) {
 prefix: fleet
 worker: {concurrency: 8, max_deliver: 3, queues: [a, b], role_timeout: 5m}
 roles:
+  planner: {runner: sim}
+  implementer: {runner: sim}
   judge: {runner: openai, timeout: 1m, openai: {base_url: "http://127.0.0.1:1/v1", model: m}}
 `)
 	var f serveFlags
@@ -102,12 +104,22 @@ func TestConfigCheckCommand(t *testing.T) {
 	good := writeFile(t, "good.yaml", `
 roles:
   planner: {runner: openai, timeout: 2m, openai: {base_url: "http://127.0.0.1:1/v1", model: "tiny", api_key_env: DROVER_ZZ_NO_KEY}}
+  implementer: {runner: exec, exec: {argv: [agent]}}
+  judge: {runner: sim}
 `)
 	code, out, errOut := runCLI(t, "config", "check", good)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, good+": ok")
 	require.Regexp(t, `planner\s+openai\s+2m0s\s+defaults/planner.tmpl\s+model "tiny" at http://127.0.0.1:1/v1, key \$DROVER_ZZ_NO_KEY \(unset\)\s+openai/v1:[0-9a-f]{64}`, out)
 	require.Regexp(t, `judge\s+sim\s+-\s+defaults/judge.tmpl\s+built-in simulator\s+sim/v1`, out)
+	require.Regexp(t, `\nplanner\s+openai\s+cached: openai output is a function of the prompt\n`, out)
+	require.Regexp(t, `\nimplementer\s+exec\s+not cached: exec without workspace \(set cache: true if the agent is pure\)\n`, out)
+	require.Regexp(t, `\njudge\s+sim\s+cached: sim output is a function of the prompt\n`, out)
+
+	partial := writeFile(t, "partial.yaml", "roles:\n  implementer: {runner: exec, exec: {argv: [agent]}}\n")
+	code, _, errOut = runCLI(t, "config", "check", partial)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, partial+": roles.judge and roles.planner are not set; name every role (runner: sim to use the simulator)")
 
 	bad := writeFile(t, "bad.yaml", "roles:\n  judge: {runner: openai, openai: {base_url: 'http://x/v1'}}\n")
 	code, _, errOut = runCLI(t, "config", "check", "--config", bad)

@@ -28,7 +28,7 @@ var natsEnv = map[string]string{
 }
 
 // secretFlags are never echoed in an error.
-var secretFlags = map[string]bool{"password": true, "token": true}
+var secretFlags = map[string]bool{"password": true, "token": true, "server-password": true, "server-token": true}
 
 // addAuthFlags registers the credential and TLS flags every command shares.
 func addAuthFlags(pf *pflag.FlagSet, a *broker.AuthOptions) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/droverhq/drover/internal/audit"
-	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/subjects"
 )
@@ -38,7 +37,7 @@ func seed(ctx context.Context, g *globals, w *worker.Worker, url string, f serve
 	cg := *g
 	cg.natsURL = url
 	if g.natsURL == "" {
-		cg.auth = broker.AuthOptions{} // the embedded server takes no credentials
+		cg.auth = f.server.clientAuth(g.auth) // the embedded server's own credentials
 	}
 	c, err := cg.connect(ctx, "seed")
 	if err != nil {

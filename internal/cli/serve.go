@@ -33,6 +33,7 @@ type serveFlags struct {
 	maxBody                                            int
 	ackWait, grace, cacheTTL, dupWindow, roleTimeout   time.Duration
 	retryBase, retryMax, watchdog                      time.Duration
+	server                                             serverAuthFlags
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -44,7 +45,9 @@ func newServeCmd(g *globals) *cobra.Command {
 for each, write every role result to the audit stream, and cache results in KV.
 
 With no --nats-url (env NATS_URL) it embeds a NATS server with JetStream on --listen,
-storing in --data, that other processes and the nats CLI can reach. It creates missing
+storing in --data, that other processes and the nats CLI can reach (see drover server
+--help for its auth flags: --server-token-file, --server-user, --server-config; a
+non-loopback --listen without auth logs a warning). It creates missing
 streams and buckets and refuses an audit stream that allows deletion or ageing out.
 
 SIGTERM or Ctrl-C drains: stop fetching, let running tasks finish within --grace, then
@@ -59,6 +62,9 @@ variables override it. A bad file or prompt template stops serve before it start
 			if err != nil {
 				return err
 			}
+			if err := f.server.resolve(cmd.Flags(), &f.listen); err != nil {
+				return err
+			}
 			return serve(cmd.Context(), g, f, runners)
 		},
 	}
@@ -67,6 +73,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.StringVar(&f.prompts, "prompts", "", "directory of prompt templates overriding the defaults: planner.tmpl, implementer.tmpl, judge.tmpl")
 	fl.StringVar(&f.listen, "listen", broker.DefaultListen, "embedded NATS server address (without --nats-url)")
 	fl.StringVar(&f.data, "data", broker.DefaultDataDir, "embedded NATS server JetStream directory")
+	addServerAuthFlags(fl, &f.server)
 	fl.StringVar(&f.sync, "sync", "always", `embedded server fsync: "always" (before every ack) or an interval such as 2m`)
 	fl.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", `address of /livez, /readyz and /metrics ("" to disable)`)
 	fl.StringSliceVar(&f.queues, "queues", []string{"default"}, "queues to consume, comma-separated")
@@ -110,7 +117,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	}
 	url := g.natsURL
 	var emb *broker.Embedded
-	var connOpts []nats.Option // credentials and TLS: for an external server only
+	var connOpts []nats.Option // the worker's credentials and TLS
 	if url != "" {
 		var err error
 		if connOpts, err = g.natsOptions(); err != nil {
@@ -121,13 +128,19 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		if err != nil {
 			return fmt.Errorf("--sync %w", err)
 		}
-		emb, err = broker.StartEmbedded(broker.EmbeddedConfig{Listen: f.listen, DataDir: f.data, Sync: sync, ServerName: "drover-" + sanitize(id), Logger: g.log})
+		emb, err = broker.StartEmbedded(broker.EmbeddedConfig{Listen: f.listen, DataDir: f.data, Sync: sync, ServerName: "drover-" + sanitize(id),
+			Auth: f.server.auth, ConfigFile: f.server.config, Logger: g.log})
 		if err != nil {
 			return err
 		}
 		defer emb.Shutdown() // last: after the worker drained and the connection closed
 		url = emb.ClientURL()
-		g.log.Info("embedded NATS server", "url", url, "data", f.data, "sync", f.sync)
+		// The worker logs in to its own server in process, as any client.
+		if connOpts, err = f.server.clientAuth(g.auth).Options(); err != nil {
+			return err
+		}
+		connOpts = append(connOpts, emb.InProcess())
+		g.log.Info("embedded NATS server", "url", url, "data", f.data, "sync", f.sync, "auth", f.server.auth)
 	}
 	closed := make(chan struct{})
 	nc, err := broker.Connect(ctx, url, "drover worker "+id, append(connOpts, nats.ClosedHandler(func(*nats.Conn) { close(closed) }))...)

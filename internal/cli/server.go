@@ -19,6 +19,7 @@ func init() { register(newServerCmd) }
 func newServerCmd(g *globals) *cobra.Command {
 	var listen, data, sync, name string
 	var cluster broker.ClusterConfig
+	var auth serverAuthFlags
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run only the embedded NATS server with JetStream (no worker)",
@@ -29,7 +30,13 @@ With --cluster-listen it is one node of a NATS cluster: give every node the same
 --cluster-name and --routes (the cluster addresses of all nodes, its own included), its
 own --name and --data. A 3-node cluster keeps working while one node is down; start
 workers with --replicas 3 and the client URLs of all nodes. For production clusters,
-prefer nats-server itself (deploy/nats/ has the configuration files).`,
+prefer nats-server itself (deploy/nats/ has the configuration files).
+
+It listens on the loopback address unless --listen says otherwise. Before exposing it,
+require a login: --server-user with --server-password-file (or DROVER_SERVER_PASSWORD),
+--server-token-file (or DROVER_SERVER_TOKEN), or --server-config FILE, a nats-server
+configuration with accounts, users and permissions (deploy/nats/permissions.conf). A
+server reachable from other machines without any of them logs a warning at start.`,
 		Example: `  drover server --listen 127.0.0.1:4222 --data ./.drover
   drover serve --nats-url nats://127.0.0.1:4222
 
@@ -41,6 +48,9 @@ prefer nats-server itself (deploy/nats/ has the configuration files).`,
   drover serve --replicas 3 --nats-url nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := auth.resolve(cmd.Flags(), &listen); err != nil {
+				return err
+			}
 			interval, err := broker.ParseSync(sync)
 			if err != nil {
 				return fmt.Errorf("--sync %w", err)
@@ -50,11 +60,15 @@ prefer nats-server itself (deploy/nats/ has the configuration files).`,
 			}
 			emb, err := broker.StartEmbedded(broker.EmbeddedConfig{
 				Listen: listen, DataDir: data, Sync: interval, ServerName: name, Cluster: cluster, Logger: g.log,
+				Auth: auth.auth, ConfigFile: auth.config,
 			})
 			if err != nil {
 				return err
 			}
-			attrs := []any{"url", emb.ClientURL(), "name", name, "data", data, "sync", sync}
+			attrs := []any{"url", emb.ClientURL(), "name", name, "data", data, "sync", sync, "auth", auth.auth}
+			if auth.config != "" {
+				attrs = append(attrs, "config", auth.config)
+			}
 			if cluster.Listen != "" {
 				attrs = append(attrs, "cluster", cluster.Name, "cluster_listen", cluster.Listen, "routes", strings.Join(cluster.Routes, ","))
 			}
@@ -73,6 +87,7 @@ prefer nats-server itself (deploy/nats/ has the configuration files).`,
 	fl.StringVar(&cluster.Name, "cluster-name", "", "cluster name, the same on every node (with --cluster-listen)")
 	fl.StringVar(&cluster.Listen, "cluster-listen", "", "address for routes from the other cluster nodes; empty runs the server alone")
 	fl.StringSliceVar(&cluster.Routes, "routes", nil, "cluster addresses of the nodes to join, nats://host:port, comma-separated (its own may be included)")
+	addServerAuthFlags(fl, &auth)
 	return cmd
 }
 

@@ -48,8 +48,11 @@ type File struct {
 	// --prompts. A relative path is taken from the working directory.
 	// Empty means the embedded defaults only.
 	PromptsDir string `yaml:"prompts_dir"`
-	// Roles says which runner executes each role. An absent role runs on
-	// the built-in sim runner.
+	// Roles says which runner executes each role. A file that configures
+	// any role must name the runner of every role (runner: sim for the
+	// simulator): a role left out would otherwise run on the sim, whose
+	// judge approves everything. A file with no roles runs the sim for
+	// all three, as no file does.
 	Roles Roles `yaml:"roles"`
 }
 
@@ -100,6 +103,14 @@ type Role struct {
 	// Timeout bounds this role's calls, within worker.role_timeout (the
 	// shorter wins). Zero means only worker.role_timeout applies.
 	Timeout time.Duration `yaml:"timeout"`
+	// Cache says whether the role's results are cached: looked up before
+	// the role runs and stored after it, so the same input under another
+	// workflow is not run again. Absent means the runner's default (see
+	// Cached): sim and openai roles are cached, their output being a
+	// function of the prompt; exec roles are not, an agent being
+	// side-effecting (it edits files). true declares an exec agent pure;
+	// false turns caching off for any role.
+	Cache *bool `yaml:"cache"`
 	// Exec configures the exec runner; required when Runner is exec, an
 	// error otherwise.
 	Exec *Exec `yaml:"exec"`

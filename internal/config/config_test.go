@@ -120,6 +120,8 @@ func TestConfigRunnersPerRoleTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	f, err := Parse([]byte(`
 roles:
+  planner: {runner: sim}
+  implementer: {runner: sim}
   judge:
     runner: openai
     timeout: 100ms
@@ -149,6 +151,7 @@ func TestConfigRunnersTimeoutKeepsLessonReader(t *testing.T) {
 roles:
   planner: {runner: exec, timeout: 1m, exec: {argv: [sh, -c, "echo plan"]}}
   implementer: {runner: exec, exec: {argv: [sh, -c, "echo change"], inherit: []}}
+  judge: {runner: sim}
 `))
 	require.NoError(t, err)
 	require.NotNil(t, f.Roles.Implementer.Exec.Inherit, "[] means none, not the default")
@@ -187,4 +190,72 @@ func TestConfigDocExamplesAreValid(t *testing.T) {
 		require.NoError(t, err, text)
 	}
 	require.GreaterOrEqual(t, n, 3)
+}
+
+// TestConfigRolesMustAllBeNamed checks that a file configuring some roles
+// names the runner of every one: a role left out would silently run on the
+// sim, whose judge approves anything.
+func TestConfigRolesMustAllBeNamed(t *testing.T) {
+	t.Parallel()
+	const (
+		exec = "{runner: exec, exec: {argv: [agent]}}"
+		sim  = "{runner: sim}"
+	)
+	for _, tc := range []struct {
+		name, doc, err string
+	}{
+		{"no file content", "", ""},
+		{"worker only", "worker: {concurrency: 2}", ""},
+		{"empty roles", "roles: {}", ""},
+		{"all named", "roles: {planner: " + sim + ", implementer: " + exec + ", judge: " + sim + "}", ""},
+		{"implementer only", "roles: {implementer: " + exec + "}",
+			"roles.judge and roles.planner are not set; name every role (runner: sim to use the simulator)"},
+		{"judge missing", "roles: {planner: " + sim + ", implementer: " + exec + "}",
+			"roles.judge is not set; name every role (runner: sim to use the simulator)"},
+		{"timeout without runner", "roles: {judge: {timeout: 1m}}",
+			"roles.implementer, roles.judge and roles.planner are not set"},
+		{"cache without runner", "roles: {planner: " + sim + ", implementer: " + sim + ", judge: {cache: false}}",
+			"roles.judge is not set"},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		if tc.err == "" {
+			require.NoError(t, err, tc.name)
+			continue
+		}
+		require.ErrorIs(t, err, ErrRolesIncomplete, tc.name)
+		require.ErrorContains(t, err, tc.err, tc.name)
+	}
+}
+
+// TestConfigCachePolicy checks each role's cache default by runner kind,
+// that cache: overrides it either way, and that Runners marks the uncached
+// roles in the set.
+func TestConfigCachePolicy(t *testing.T) {
+	t.Parallel()
+	const openai = "openai: {base_url: 'http://127.0.0.1:1/v1', model: m}"
+	for _, tc := range []struct {
+		role   string
+		cached bool
+		why    string
+	}{
+		{"{runner: sim}", true, "sim output is a function of the prompt"},
+		{"{runner: openai, " + openai + "}", true, "openai output is a function of the prompt"},
+		{"{runner: exec, exec: {argv: [agent]}}", false, "exec without workspace (set cache: true if the agent is pure)"},
+		{"{runner: exec, cache: true, exec: {argv: [agent]}}", true, "cache: true"},
+		{"{runner: openai, cache: false, " + openai + "}", false, "cache: false"},
+		{"{runner: sim, cache: false}", false, "cache: false"},
+	} {
+		f, err := Parse([]byte("roles: {planner: {runner: sim}, judge: {runner: sim}, implementer: " + tc.role + "}"))
+		require.NoError(t, err, tc.role)
+		cached, why := f.Roles.Implementer.Cached()
+		require.Equal(t, tc.cached, cached, tc.role)
+		require.Equal(t, tc.why, why, tc.role)
+		set, err := f.Runners(nil, runner.NewSim(runner.SimOptions{}))
+		require.NoError(t, err, tc.role)
+		require.Equal(t, tc.cached, set.Cached(subjects.RoleImplementer), tc.role)
+		require.True(t, set.Cached(subjects.RolePlanner), tc.role)
+		require.True(t, set.Cached(subjects.RoleJudge), tc.role)
+	}
+	_, err := Parse([]byte("roles: {planner: {runner: sim, cache: maybe}}"))
+	require.ErrorContains(t, err, "line 1: cannot unmarshal")
 }

@@ -13,7 +13,8 @@ import (
 // Sim), exec or openai, rendering prompts from prompts (nil: the embedded
 // defaults). A role with its own timeout has its runner wrapped in
 // runner.WithTimeout; the pipeline's worker.role_timeout still bounds it
-// from outside. Errors name the role's field path.
+// from outside. A role that is not cached (see Role.Cached) is marked in
+// the set's NoCache. Errors name the role's field path.
 func (f *File) Runners(prompts *prompt.Set, sim *runner.Sim) (runner.Set, error) {
 	var set runner.Set
 	for _, r := range subjects.Roles {
@@ -24,6 +25,9 @@ func (f *File) Runners(prompts *prompt.Set, sim *runner.Sim) (runner.Set, error)
 		}
 		if rc.Timeout > 0 {
 			run = withTimeout(run, rc.Timeout)
+		}
+		if cached, _ := rc.Cached(); !cached {
+			set.NoCache.Set(r, true)
 		}
 		switch r {
 		case subjects.RolePlanner:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,47 @@ func (f *File) Validate() error {
 	for _, r := range subjects.Roles {
 		f.Roles.For(r).validate(&v, "roles."+string(r))
 	}
+	if err := f.Roles.complete(); err != nil {
+		v.errs = append(v.errs, err)
+	}
 	return v.err()
+}
+
+// ErrRolesIncomplete is wrapped by the error of a file that configures some
+// roles but does not name the runner of every one.
+var ErrRolesIncomplete = errors.New("name every role (runner: sim to use the simulator)")
+
+// complete checks that a file configuring any role names the runner of
+// every role: a role silently left on the sim would have its results (an
+// approving verdict, for the judge) made up. No roles at all is the sim
+// everywhere, as with no file.
+func (rs *Roles) complete() error {
+	var configured bool
+	var missing []string
+	for _, r := range subjects.Roles {
+		rc := rs.For(r)
+		configured = configured || *rc != (Role{})
+		if rc.Runner == "" {
+			missing = append(missing, "roles."+string(r))
+		}
+	}
+	if !configured || len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	verb := "is"
+	if len(missing) > 1 {
+		verb = "are"
+	}
+	return fmt.Errorf("%s %s not set; %w", joinAnd(missing), verb, ErrRolesIncomplete)
+}
+
+// joinAnd joins words as "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 // For returns the configuration of role r (the zero Role, which runs the
@@ -49,6 +90,25 @@ func (r *Role) RunnerName() string {
 		return RunnerSim
 	}
 	return r.Runner
+}
+
+// Cached reports whether the role's results are cached, and why, in a few
+// words for `drover config check`. An explicit cache: wins; else sim and
+// openai roles are cached (their output is a function of the prompt) and
+// exec roles are not: an agent that edits files has side effects a cached
+// answer would skip, and without a workspace (whose base commit would be
+// part of the key) the same prompt is no proof of the same starting point.
+func (r *Role) Cached() (bool, string) {
+	switch {
+	case r.Cache != nil && *r.Cache:
+		return true, "cache: true"
+	case r.Cache != nil:
+		return false, "cache: false"
+	case r.RunnerName() == RunnerExec:
+		return false, "exec without workspace (set cache: true if the agent is pure)"
+	default:
+		return true, r.RunnerName() + " output is a function of the prompt"
+	}
 }
 
 func (w *Worker) validate(v *validator) {

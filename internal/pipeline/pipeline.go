@@ -159,6 +159,7 @@ type Pipeline struct {
 	runners [3]runner.Runner
 	ids     [3]string
 	kinds   [3]string // the ids without their fingerprints, for spans
+	cached  [3]bool   // whether the role's results go through the cache
 }
 
 // New returns a Pipeline.
@@ -178,6 +179,7 @@ func New(d Deps, cfg Config) *Pipeline {
 		base := d.Runners.For(r)
 		p.ids[i] = base.Identity()
 		p.kinds[i] = runnerKind(p.ids[i])
+		p.cached[i] = d.Runners.Cached(r)
 		p.runners[i] = runner.Chain(base, runner.WithRecover(), runner.WithTimeout(cfg.RoleTimeout))
 	}
 	return p

@@ -147,7 +147,8 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 }
 
 // role runs one role through the cache, in its own span: a hit costs no
-// runner call. The runner gets the span's context as its traceparent (the
+// runner call. A role the runner set marks NoCache skips the cache both
+// ways. The runner gets the span's context as its traceparent (the
 // request's own when nothing is traced).
 func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr roleResult, err error) {
 	i := roleIndex(req.Role)
@@ -170,7 +171,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	if req.Feedback != "" {
 		rr.input["feedback"] = req.Feedback
 	}
-	if res, ok := p.d.Cache.Get(ctx, key); ok {
+	if res, ok := p.cacheGet(ctx, i, key); ok {
 		full, err := p.expand(ctx, res.Output)
 		if err == nil {
 			rr.res, rr.stored, rr.cached = res, res.Output, true
@@ -203,6 +204,9 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	// The put does not hold up the next role; the next commit waits for it
 	// before publishing its events, so a result is in the cache before an
 	// event says its role is done.
+	if !p.cached[i] {
+		return rr, nil
+	}
 	if f, err := p.d.Cache.PutAsync(p.d.JS, key, stored); err != nil {
 		p.taskLog(t, req.Role).Warn("cache put failed", "key", key, "err", err)
 		p.d.Metrics.CachePutFailed()
@@ -210,6 +214,15 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		t.puts = append(t.puts, pendingPut{key: key, f: f})
 	}
 	return rr, nil
+}
+
+// cacheGet looks key up in the cache, unless role i is not cached: a
+// side-effecting role runs every time.
+func (p *Pipeline) cacheGet(ctx context.Context, i int, key string) (runner.Result, bool) {
+	if !p.cached[i] {
+		return runner.Result{}, false
+	}
+	return p.d.Cache.Get(ctx, key)
 }
 
 // pendingPut is a cache write in flight.

@@ -41,6 +41,11 @@ type Request struct {
 	// Lessons are the most recent lessons for the task's type (planner),
 	// given only to runners that use them (see LessonReader).
 	Lessons []string `json:"lessons,omitempty"`
+	// WorkspaceBase is the base commit of the workspace the role runs in,
+	// part of the cache key so that the same prompt against another
+	// starting tree is never served the other tree's answer. Empty (no
+	// workspace; workspaces do not exist yet) leaves the key as before.
+	WorkspaceBase string `json:"workspace_base,omitempty"`
 	// Try is which try of this role this is for the task, from 1. It is not
 	// part of the cache key.
 	Try int `json:"-"`

@@ -1,0 +1,32 @@
+package cache
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/subjects"
+)
+
+// TestKeyWorkspaceBase checks the hook for workspaces: the base commit a
+// role runs on is part of its key, so the same prompt against another tree
+// is never served that tree's answer, and no workspace leaves the key as it
+// was.
+func TestKeyWorkspaceBase(t *testing.T) {
+	t.Parallel()
+	req := runner.Request{Role: subjects.RoleImplementer, Task: subjects.TaskRequest{ID: "T1", Workflow: "w", Scope: "s"}, Attempt: 1}
+	withBase := func(base string) string {
+		r := req
+		r.WorkspaceBase = base
+		return Key("exec/v1:x", r)
+	}
+	keys := map[string]string{}
+	for _, base := range []string{"", "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "9f2c1e0d7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d"} {
+		k := withBase(base)
+		require.NotContains(t, keys, k, "base %q gives the key of base %q", base, keys[k])
+		keys[k] = base
+		require.Equal(t, k, withBase(base), "stable")
+	}
+	require.Equal(t, "implementer.27df259e53432dd0311071fd740b91cbd609ff47ee9928472b0575bf53da27fd", withBase(""), "no workspace: the key of a cache written before workspaces")
+}
