@@ -63,7 +63,7 @@ func TestPlannerGetsLessonsOfItsType(t *testing.T) {
 	require.True(t, ok)
 	require.Empty(t, got, "no lesson existed before A")
 
-	recorded, err := book.Lookup(context.Background(), "refactor", 10)
+	recorded, err := book.Lookup(context.Background(), "refactor", wf, 10)
 	require.NoError(t, err)
 	require.Len(t, recorded, 1, "A's rejection taught one lesson")
 	l := recorded[0]
