@@ -164,3 +164,36 @@ func TestWriteFileIsAtomicAndKeepsTheMode(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 2, "no temporary file left behind")
 }
+
+// The temporary file is synced before the rename and the directory after
+// it, so a crash leaves the old board or the new one, never an empty or a
+// lost file; a failed directory sync is reported.
+func TestWriteFileSyncsTheFileThenTheDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "board.md")
+	var calls []string
+	ops := fileOps{
+		syncFile: func(f *os.File) error {
+			calls = append(calls, "sync "+filepath.Dir(f.Name())+" temp")
+			return f.Sync()
+		},
+		rename: func(from, to string) error {
+			calls = append(calls, "rename to "+to)
+			return os.Rename(from, to)
+		},
+		syncDir: func(d string) error {
+			calls = append(calls, "sync dir "+d)
+			return syncDir(d)
+		},
+	}
+	require.NoError(t, writeFile(path, []byte("new"), ops))
+	require.Equal(t, []string{"sync " + dir + " temp", "rename to " + path, "sync dir " + dir}, calls)
+
+	boom := errors.New("EIO")
+	ops.syncDir = func(string) error { return boom }
+	require.ErrorIs(t, writeFile(path, []byte("newer"), ops), boom)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "newer", string(got), "renamed; only its durability is in doubt")
+}
