@@ -231,3 +231,24 @@ func TestExpandRefusesDigestMismatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(big), string(back))
 }
+
+func TestRefsFindsReferencesAtAnyDepth(t *testing.T) {
+	t.Parallel()
+	a, b := sum([]byte("a")), sum([]byte("b"))
+	for _, tc := range []struct {
+		name string
+		raw  string
+		want []string
+	}{
+		{"whole value", `{"blob":"` + a + `","bytes":1,"truncated":true,"head":""}`, []string{a}},
+		{"nested", `{"input":{"metadata":{"blob":"` + a + `","truncated":true}},"output":[{"x":{"blob":"` + b + `","truncated":true}}]}`, []string{a, b}},
+		{"not truncated", `{"blob":"` + a + `","truncated":false}`, nil},
+		{"not a name", `{"blob":"` + strings.ToUpper(a) + `","truncated":true}`, nil},
+		{"no blob key", `{"a":1}`, nil},
+		{"not JSON", `"blob" {`, nil},
+	} {
+		var got []string
+		blobs.Refs([]byte(tc.raw), func(n string) { got = append(got, n) })
+		require.ElementsMatch(t, tc.want, got, tc.name)
+	}
+}
