@@ -93,4 +93,15 @@ func TestPlannerGetsLessonsOfItsType(t *testing.T) {
 	got, ok = inputs.of("C")
 	require.True(t, ok)
 	require.Empty(t, got, "a docs task gets no refactor lessons")
+
+	// Lessons are scoped to their workflow: a refactor task of another
+	// workflow recalls none of A's.
+	dTask := task("lessons-other", "D")
+	dTask.Type = "refactor"
+	after = b.submit(dTask)
+	ends = b.waitTerminal("lessons-other", after, 1)
+	require.Equal(t, subjects.EventTaskCompleted, ends["D"].EventType)
+	got, ok = inputs.of("D")
+	require.True(t, ok)
+	require.Empty(t, got, "another workflow's planner does not see A's lesson")
 }
