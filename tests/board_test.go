@@ -79,7 +79,8 @@ func TestBoardSubmitThenSyncMarksApprovedRows(t *testing.T) {
 		require.NoError(t, json.Unmarshal(ev.Input, &req))
 		require.Equal(t, "Add a health endpoint", req.Scope)
 		require.Equal(t, "GET /livez is 200", req.Verification)
-		require.JSONEq(t, `{"file":"sprint 7.md","line":7,"branch":"feat/livez"}`, string(req.Metadata["board"]))
+		require.JSONEq(t, `{"file":"sprint 7.md","branch":"feat/livez"}`, string(req.Metadata["board"]))
+		require.Equal(t, "7", string(req.Metadata["board_line"]))
 	}
 
 	code, out, errOut = b.drover("board", "sync", file)

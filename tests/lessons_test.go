@@ -63,7 +63,7 @@ func TestPlannerGetsLessonsOfItsType(t *testing.T) {
 	require.True(t, ok)
 	require.Empty(t, got, "no lesson existed before A")
 
-	recorded, err := book.Lookup(context.Background(), "refactor", 10)
+	recorded, err := book.Lookup(context.Background(), "refactor", wf, 10)
 	require.NoError(t, err)
 	require.Len(t, recorded, 1, "A's rejection taught one lesson")
 	l := recorded[0]
@@ -93,4 +93,15 @@ func TestPlannerGetsLessonsOfItsType(t *testing.T) {
 	got, ok = inputs.of("C")
 	require.True(t, ok)
 	require.Empty(t, got, "a docs task gets no refactor lessons")
+
+	// Lessons are scoped to their workflow: a refactor task of another
+	// workflow recalls none of A's.
+	dTask := task("lessons-other", "D")
+	dTask.Type = "refactor"
+	after = b.submit(dTask)
+	ends = b.waitTerminal("lessons-other", after, 1)
+	require.Equal(t, subjects.EventTaskCompleted, ends["D"].EventType)
+	got, ok = inputs.of("D")
+	require.True(t, ok)
+	require.Empty(t, got, "another workflow's planner does not see A's lesson")
 }

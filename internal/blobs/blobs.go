@@ -9,14 +9,21 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// ErrDigestMismatch is returned when a stored object's content does not
+// hash to the sha256 it is stored under: the object was overwritten or
+// corrupted, and its bytes are not the value the reference stands for.
+var ErrDigestMismatch = errors.New("blob content does not match its sha256 name")
 
 // Limit is the largest field kept inline, in bytes.
 const Limit = 64 << 10
@@ -109,19 +116,37 @@ func members(raw []byte) ([]span, bool) {
 	return out, true
 }
 
-// put stores v under its sha256, unless it is there already, and returns
-// its reference.
+// refreshAfter is the age past which put writes an object that is already
+// stored again, so its modification time says it is still in use: garbage
+// collection removes only objects older than its retention, which is far
+// longer than this.
+const refreshAfter = time.Hour
+
+// put stores v under its sha256, unless it is there already with that
+// content and was written less than refreshAfter ago, and returns its
+// reference. An object under the name whose digest is not v's (overwritten
+// or corrupted) is replaced by v.
 func (s *Store) put(ctx context.Context, v []byte) (json.RawMessage, error) {
 	name, ref := reference(v)
-	if _, err := s.obj.GetInfo(ctx, name); err != nil {
-		if !errors.Is(err, jetstream.ErrObjectNotFound) {
-			return nil, fmt.Errorf("blobs: info %s: %w", name, err)
-		}
-		if _, err := s.obj.PutBytes(ctx, name, v); err != nil {
-			return nil, fmt.Errorf("blobs: put %s (%d bytes): %w", name, len(v), err)
-		}
+	info, err := s.obj.GetInfo(ctx, name)
+	switch {
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("blobs: info %s: %w", name, err)
+	case info.Digest == digest(v) && time.Since(info.ModTime) < refreshAfter:
+		return ref, nil
+	}
+	if _, err := s.obj.PutBytes(ctx, name, v); err != nil {
+		return nil, fmt.Errorf("blobs: put %s (%d bytes): %w", name, len(v), err)
 	}
 	return ref, nil
+}
+
+// digest is the object store's digest of v: "SHA-256=" and the base64url
+// of its sha256.
+func digest(v []byte) string {
+	sum := sha256.Sum256(v)
+	return "SHA-256=" + base64.URLEncoding.EncodeToString(sum[:])
 }
 
 // reference names v by its sha256 and returns the Ref that stands for it.
@@ -165,14 +190,46 @@ func (s *Store) Expand(ctx context.Context, raw json.RawMessage) (json.RawMessag
 	return out.Bytes(), nil
 }
 
+// resolve returns the value raw refers to, when raw is a Ref. The value's
+// sha256 must be the Ref's name: other bytes under that name are refused
+// with ErrDigestMismatch, never returned as the value.
 func (s *Store) resolve(ctx context.Context, raw json.RawMessage) (json.RawMessage, bool, error) {
 	var ref Ref
-	if json.Unmarshal(raw, &ref) != nil || ref.Blob == "" || !ref.Truncated || len(ref.Blob) != 64 {
+	if json.Unmarshal(raw, &ref) != nil || ref.Blob == "" || !ref.Truncated || !ValidName(ref.Blob) {
 		return nil, false, nil
 	}
-	v, err := s.obj.GetBytes(ctx, ref.Blob)
+	v, err := s.Get(ctx, ref.Blob)
 	if err != nil {
-		return nil, false, fmt.Errorf("blobs: get %s: %w", ref.Blob, err)
+		return nil, false, err
 	}
 	return v, true, nil
+}
+
+// Get returns the object stored under name, a sha256 in lower-case hex,
+// after checking that its content hashes to name (ErrDigestMismatch if
+// not).
+func (s *Store) Get(ctx context.Context, name string) ([]byte, error) {
+	v, err := s.obj.GetBytes(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("blobs: get %s: %w", name, err)
+	}
+	sum := sha256.Sum256(v)
+	if got := hex.EncodeToString(sum[:]); got != name {
+		return nil, fmt.Errorf("blobs: get %s: %w (its %d bytes hash to %s)", name, ErrDigestMismatch, len(v), got)
+	}
+	return v, nil
+}
+
+// ValidName reports whether name can be a blob's name: 64 lower-case hex
+// digits.
+func ValidName(name string) bool {
+	if len(name) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

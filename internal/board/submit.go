@@ -3,9 +3,11 @@ package board
 import (
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -31,19 +33,25 @@ func WorkflowID(name string) string {
 }
 
 // Meta is what a task request submitted from a board carries in
-// metadata.board: where its row is.
+// metadata.board: which board and branch. It is part of the task's cache
+// key, like all metadata.
 type Meta struct {
 	File   string `json:"file"` // the board's base name
-	Line   int    `json:"line"`
 	Branch string `json:"branch,omitempty"`
 }
 
 // MetaKey is the metadata key of Meta.
 const MetaKey = "board"
 
+// LineKey is the metadata key of the row's line number in the board file,
+// for display: a row inserted above a task moves it, so the line is kept
+// out of metadata.board and out of the cache key (cache.Key leaves it out),
+// and the task's cached results stay valid.
+const LineKey = cache.BoardLineKey
+
 // Requests returns a task request for each open task, in file order, in
 // workflow. A task's type is its Type cell, or typ when the cell is empty
-// (the worker's default when both are). Each carries Meta.
+// (the worker's default when both are). Each carries Meta and its line.
 func (b *Board) Requests(workflow, typ string) []subjects.TaskRequest {
 	var out []subjects.TaskRequest
 	for _, r := range b.rows {
@@ -51,10 +59,10 @@ func (b *Board) Requests(workflow, typ string) []subjects.TaskRequest {
 		if t.Status != Open {
 			continue
 		}
-		meta, _ := json.Marshal(Meta{File: filepath.Base(b.name), Line: t.Line, Branch: t.Branch}) // strings and an int always encode
+		meta, _ := json.Marshal(Meta{File: filepath.Base(b.name), Branch: t.Branch}) // strings always encode
 		req := subjects.TaskRequest{
 			ID: t.ID, Workflow: workflow, Scope: t.Scope, Verification: t.Verification, Type: t.Type,
-			Metadata: map[string]json.RawMessage{MetaKey: meta},
+			Metadata: map[string]json.RawMessage{MetaKey: meta, LineKey: json.RawMessage(strconv.Itoa(t.Line))},
 		}
 		if req.Type == "" {
 			req.Type = typ

@@ -71,10 +71,36 @@ func (b *Board) Sync(lookup Lookup, opts SyncOptions) ([]Change, error) {
 	return out, nil
 }
 
-// WriteFile replaces the file at path with data atomically: a temporary
-// file in the same directory, synced, given the old file's permissions,
-// then renamed over it. A symbolic link is followed, not replaced.
-func WriteFile(path string, data []byte) (err error) {
+// WriteFile replaces the file at path with data atomically and durably: a
+// temporary file in the same directory, given the old file's permissions
+// and synced, is renamed over it, and then the directory is synced, so the
+// rename itself survives a crash. A symbolic link is followed, not
+// replaced.
+func WriteFile(path string, data []byte) error { return writeFile(path, data, osOps) }
+
+// fileOps are the durability steps of writeFile, replaceable in tests.
+type fileOps struct {
+	syncFile func(*os.File) error
+	rename   func(oldpath, newpath string) error
+	syncDir  func(dir string) error
+}
+
+var osOps = fileOps{syncFile: (*os.File).Sync, rename: os.Rename, syncDir: syncDir}
+
+// syncDir flushes a directory's entries (a rename into it) to disk.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return d.Close()
+}
+
+func writeFile(path string, data []byte, ops fileOps) (err error) {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
@@ -84,12 +110,14 @@ func WriteFile(path string, data []byte) (err error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
+	renamed := false
 	defer func() {
-		if err != nil {
+		if err != nil && !renamed {
 			tmp.Close()
 			os.Remove(tmp.Name())
 		}
@@ -100,11 +128,15 @@ func WriteFile(path string, data []byte) (err error) {
 	if err = tmp.Chmod(mode); err != nil {
 		return err
 	}
-	if err = tmp.Sync(); err != nil {
+	if err = ops.syncFile(tmp); err != nil {
 		return err
 	}
 	if err = tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err = ops.rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	renamed = true
+	return ops.syncDir(dir)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -45,14 +47,41 @@ func TestRequestsAreTheOpenRows(t *testing.T) {
 	require.Equal(t, "Pipe | in scope", reqs[0].Scope)
 	require.Equal(t, "v2", reqs[0].Verification)
 	require.Equal(t, "feature", reqs[0].Type)
-	require.JSONEq(t, `{"file":"sprint.md","line":4,"branch":"feat/t2"}`, string(reqs[0].Metadata[MetaKey]))
+	require.JSONEq(t, `{"file":"sprint.md","branch":"feat/t2"}`, string(reqs[0].Metadata[MetaKey]))
+	require.Equal(t, "4", string(reqs[0].Metadata[LineKey]))
 	require.Equal(t, "chore", reqs[1].Type)
-	require.JSONEq(t, `{"file":"sprint.md","line":5}`, string(reqs[1].Metadata[MetaKey]))
+	require.JSONEq(t, `{"file":"sprint.md"}`, string(reqs[1].Metadata[MetaKey]))
+	require.Equal(t, "5", string(reqs[1].Metadata[LineKey]))
 	for _, r := range reqs {
 		require.NoError(t, r.Validate())
 		_, err := json.Marshal(r)
 		require.NoError(t, err)
 	}
+}
+
+// Inserting a row above a task moves its line, which its request still
+// shows, but leaves its cache key as it was: its cached results stay valid.
+func TestCacheKeyIgnoresTheRowsLine(t *testing.T) {
+	t.Parallel()
+	head := "| ID | Scope | Status | Branch |\n|---|---|---|---|\n"
+	row := "| T2 | Write the thing | [ ] | feat/t2 |\n"
+	key := func(src string) (string, string) {
+		b, problems := Parse([]byte(src), "sprint.md")
+		require.Empty(t, problems)
+		reqs := b.Requests("wf", "feature")
+		req := reqs[len(reqs)-1]
+		require.Equal(t, "T2", req.ID)
+		task := req.WithDefaults()
+		return cache.Key("planner/v1", runner.Request{Role: subjects.RolePlanner, Task: task, Attempt: 1}), string(req.Metadata[LineKey])
+	}
+	before, line := key(head + row)
+	require.Equal(t, "3", line)
+	after, line := key(head + "| T1 | Inserted above | [ ] | |\n" + row)
+	require.Equal(t, "4", line)
+	require.Equal(t, before, after)
+
+	moved, _ := key(head + "| T2 | Write the thing | [ ] | feat/other |\n")
+	require.NotEqual(t, before, moved, "the rest of the board metadata is still part of the key")
 }
 
 const syncBoard = "# Board\n\nProse stays.\n\n| ID | Scope | Status |\n|----|-------|--------|\n" +
@@ -134,4 +163,37 @@ func TestWriteFileIsAtomicAndKeepsTheMode(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 2, "no temporary file left behind")
+}
+
+// The temporary file is synced before the rename and the directory after
+// it, so a crash leaves the old board or the new one, never an empty or a
+// lost file; a failed directory sync is reported.
+func TestWriteFileSyncsTheFileThenTheDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "board.md")
+	var calls []string
+	ops := fileOps{
+		syncFile: func(f *os.File) error {
+			calls = append(calls, "sync "+filepath.Dir(f.Name())+" temp")
+			return f.Sync()
+		},
+		rename: func(from, to string) error {
+			calls = append(calls, "rename to "+to)
+			return os.Rename(from, to)
+		},
+		syncDir: func(d string) error {
+			calls = append(calls, "sync dir "+d)
+			return syncDir(d)
+		},
+	}
+	require.NoError(t, writeFile(path, []byte("new"), ops))
+	require.Equal(t, []string{"sync " + dir + " temp", "rename to " + path, "sync dir " + dir}, calls)
+
+	boom := errors.New("EIO")
+	ops.syncDir = func(string) error { return boom }
+	require.ErrorIs(t, writeFile(path, []byte("newer"), ops), boom)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "newer", string(got), "renamed; only its durability is in doubt")
 }

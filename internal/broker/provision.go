@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,6 +20,10 @@ const (
 	// DefaultLessonsPerType is how many lessons the lessons stream keeps per
 	// task type; older ones age out.
 	DefaultLessonsPerType = 100
+	// DefaultLessonsMaxAge is how long the lessons stream keeps a lesson.
+	DefaultLessonsMaxAge = 90 * 24 * time.Hour
+	// DefaultDLQMaxAge is how long the DLQ stream keeps an entry.
+	DefaultDLQMaxAge = 30 * 24 * time.Hour
 )
 
 // Settings are the deployment-wide settings of the streams and buckets.
@@ -38,6 +43,17 @@ type Settings struct {
 	// stream keeps (its MaxMsgsPerSubject, default 100): the most recent
 	// ones; when a type has more, its oldest lesson is discarded.
 	LessonsPerType int
+	// LessonsMaxAge is how long the lessons stream keeps a lesson (its
+	// MaxAge, default 90 days; negative: for ever, until LessonsPerType
+	// newer ones push it out).
+	LessonsMaxAge time.Duration
+	// DLQMaxAge is how long the DLQ stream keeps an entry (its MaxAge,
+	// default 30 days; negative: for ever). An entry older than this can
+	// no longer be listed or redriven.
+	DLQMaxAge time.Duration
+	// DLQMaxMsgs is how many entries the DLQ stream keeps (its MaxMsgs,
+	// default 0: no limit but DLQMaxAge); past it the oldest is discarded.
+	DLQMaxMsgs int64
 }
 
 // withDefaults validates s and fills in its zero fields.
@@ -53,6 +69,8 @@ func (s Settings) withDefaults() (Settings, error) {
 		return s, fmt.Errorf("settings: cache TTL %s is negative", s.CacheTTL)
 	case s.LessonsPerType < 0:
 		return s, fmt.Errorf("settings: lessons per type %d is negative", s.LessonsPerType)
+	case s.DLQMaxMsgs < 0:
+		return s, fmt.Errorf("settings: DLQ max messages %d is negative", s.DLQMaxMsgs)
 	}
 	if s.Replicas == 0 {
 		s.Replicas = 1
@@ -66,7 +84,29 @@ func (s Settings) withDefaults() (Settings, error) {
 	if s.LessonsPerType == 0 {
 		s.LessonsPerType = DefaultLessonsPerType
 	}
+	s.LessonsMaxAge = ageLimit(s.LessonsMaxAge, DefaultLessonsMaxAge)
+	s.DLQMaxAge = ageLimit(s.DLQMaxAge, DefaultDLQMaxAge)
+	for _, a := range []struct {
+		name string
+		age  time.Duration
+	}{{"DLQ max age", s.DLQMaxAge}, {"lessons max age", s.LessonsMaxAge}} {
+		if a.age > 0 && a.age < s.DuplicateWindow { // the server refuses it
+			return s, fmt.Errorf("settings: %s %s is shorter than the duplicate window %s", a.name, a.age, s.DuplicateWindow)
+		}
+	}
 	return s, nil
+}
+
+// ageLimit is a stream's MaxAge for a setting: def when it is zero, none
+// (0) when it is negative.
+func ageLimit(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // Resources are the streams and buckets of one deployment.
@@ -83,8 +123,10 @@ type Resources struct {
 // An existing audit stream is checked, never changed; if it is weaker than
 // the contract allows, Provision fails with an error wrapping
 // ErrAuditWeakened. The cache bucket's TTL, the duplicate windows of the
-// task, DLQ and lessons streams, and the lessons kept per type are updated
-// to s, and each change is logged to log (slog.Default() if nil).
+// task, DLQ and lessons streams, the DLQ's and the lessons' limits (age,
+// messages, lessons per subject) and the lessons stream's subjects are
+// updated to s, and each change is logged to log (slog.Default() if nil).
+// The audit stream has no limits, by design, and gets none.
 func Provision(ctx context.Context, js jetstream.JetStream, s Settings, log *slog.Logger) (*Resources, error) {
 	s, err := s.withDefaults()
 	if err != nil {
@@ -103,10 +145,10 @@ func Provision(ctx context.Context, js jetstream.JetStream, s Settings, log *slo
 	if r.Tasks, err = p.stream(ctx, p.tasksConfig()); err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
-	if r.DLQ, err = p.stream(ctx, p.dlqConfig()); err != nil {
+	if r.DLQ, err = p.limitedStream(ctx, p.dlqConfig()); err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
-	if r.Lessons, err = p.lessonsStream(ctx); err != nil {
+	if r.Lessons, err = p.limitedStream(ctx, p.lessonsConfig()); err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
 	if r.State, err = p.stateBucket(ctx); err != nil {
@@ -139,6 +181,8 @@ func (p *provisioner) tasksConfig() jetstream.StreamConfig {
 	}
 }
 
+// dlqConfig is the DLQ stream: entries age out after DLQMaxAge, and the
+// oldest is discarded past DLQMaxMsgs.
 func (p *provisioner) dlqConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:       p.s.Names.DLQStream(),
@@ -147,13 +191,25 @@ func (p *provisioner) dlqConfig() jetstream.StreamConfig {
 		Storage:    jetstream.FileStorage,
 		Replicas:   p.s.Replicas,
 		Duplicates: p.s.DuplicateWindow,
+		MaxAge:     p.s.DLQMaxAge,
+		MaxMsgs:    noLimit(p.s.DLQMaxMsgs),
 	}
 }
 
-// lessonsConfig is the lessons stream: one subject per task type, of which
-// the stream keeps the most recent LessonsPerType messages (older ones age
-// out, so the stream's size is bounded by the number of types). Direct gets
-// are allowed so any client can read a type's last lesson cheaply.
+// noLimit is a stream's count limit for a setting: the server's -1 (none)
+// for 0.
+func noLimit(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// lessonsConfig is the lessons stream: one subject per task type and
+// workflow (and the legacy one per type), of which the stream keeps the
+// most recent LessonsPerType messages for at most LessonsMaxAge (older ones
+// age out). Direct gets are allowed so any client can read a subject's
+// last lesson cheaply.
 func (p *provisioner) lessonsConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              p.s.Names.LessonsStream(),
@@ -162,29 +218,52 @@ func (p *provisioner) lessonsConfig() jetstream.StreamConfig {
 		Storage:           jetstream.FileStorage,
 		Replicas:          p.s.Replicas,
 		Duplicates:        p.s.DuplicateWindow,
+		MaxAge:            p.s.LessonsMaxAge,
+		MaxMsgs:           -1,
 		MaxMsgsPerSubject: int64(p.s.LessonsPerType),
 		AllowDirect:       true,
 	}
 }
 
-// lessonsStream creates or gets the lessons stream, reconciles its
-// duplicate window, then its lessons kept per type.
-func (p *provisioner) lessonsStream(ctx context.Context) (jetstream.Stream, error) {
-	cfg := p.lessonsConfig()
+// limitedStream creates or gets the stream cfg describes, reconciles its
+// duplicate window (see stream), then its subjects and limits: MaxAge,
+// MaxMsgs and MaxMsgsPerSubject. Each change is logged.
+func (p *provisioner) limitedStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	st, err := p.stream(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	cur := st.CachedInfo().Config
-	if cur.MaxMsgsPerSubject == cfg.MaxMsgsPerSubject {
+	type change struct {
+		setting  string
+		old, new any
+	}
+	var changes []change
+	if !slices.Equal(cur.Subjects, cfg.Subjects) {
+		changes = append(changes, change{"subjects", cur.Subjects, cfg.Subjects})
+		cur.Subjects = cfg.Subjects
+	}
+	if cur.MaxAge != cfg.MaxAge {
+		changes = append(changes, change{"max_age", cur.MaxAge, cfg.MaxAge})
+		cur.MaxAge = cfg.MaxAge
+	}
+	if cur.MaxMsgs != cfg.MaxMsgs {
+		changes = append(changes, change{"max_msgs", cur.MaxMsgs, cfg.MaxMsgs})
+		cur.MaxMsgs = cfg.MaxMsgs
+	}
+	if cur.MaxMsgsPerSubject != cfg.MaxMsgsPerSubject && cfg.MaxMsgsPerSubject != 0 {
+		changes = append(changes, change{"max_msgs_per_subject", cur.MaxMsgsPerSubject, cfg.MaxMsgsPerSubject})
+		cur.MaxMsgsPerSubject = cfg.MaxMsgsPerSubject
+	}
+	if len(changes) == 0 {
 		return st, nil
 	}
-	old := cur.MaxMsgsPerSubject
-	cur.MaxMsgsPerSubject = cfg.MaxMsgsPerSubject
 	if st, err = p.js.UpdateStream(ctx, cur); err != nil {
-		return nil, fmt.Errorf("stream %s: update lessons per type %d -> %d: %w", cfg.Name, old, cfg.MaxMsgsPerSubject, err)
+		return nil, fmt.Errorf("stream %s: update %v: %w", cfg.Name, changes, err)
 	}
-	p.log.Info("stream setting changed", "stream", cfg.Name, "setting", "max_msgs_per_subject", "old", old, "new", cfg.MaxMsgsPerSubject)
+	for _, c := range changes {
+		p.log.Info("stream setting changed", "stream", cfg.Name, "setting", c.setting, "old", c.old, "new", c.new)
+	}
 	return st, nil
 }
 

@@ -207,7 +207,8 @@ func TestProvisionLessonsStream(t *testing.T) {
 	require.NoError(t, err)
 	cfg := first.Lessons.CachedInfo().Config
 	require.Equal(t, "DROVER_LESSONS", cfg.Name)
-	require.Equal(t, []string{"drover.lessons.*"}, cfg.Subjects)
+	require.Equal(t, []string{"drover.lessons.>"}, cfg.Subjects)
+	require.Equal(t, DefaultLessonsMaxAge, cfg.MaxAge)
 	require.Equal(t, jetstream.LimitsPolicy, cfg.Retention)
 	require.Equal(t, jetstream.FileStorage, cfg.Storage)
 	require.Equal(t, int64(DefaultLessonsPerType), cfg.MaxMsgsPerSubject)
@@ -241,4 +242,62 @@ func TestProvisionLessonsStream(t *testing.T) {
 
 	_, err = Provision(ctx, js, Settings{Names: names, LessonsPerType: -1}, nil)
 	require.ErrorContains(t, err, "lessons per type -1")
+}
+
+// The DLQ and lessons streams get their age and count limits at creation,
+// and an existing stream (here as an older Drover created them: no limits,
+// lessons on "lessons.*") is brought to the settings, each change logged.
+// The audit stream stays unlimited.
+func TestProvisionRetentionLimits(t *testing.T) {
+	t.Parallel()
+	js := newJS(t)
+	ctx := testCtx(t)
+	names := subjects.MustNames("drover")
+
+	r, err := Provision(ctx, js, Settings{Names: names}, nil)
+	require.NoError(t, err)
+	dlq := r.DLQ.CachedInfo().Config
+	require.Equal(t, DefaultDLQMaxAge, dlq.MaxAge)
+	require.Equal(t, int64(-1), dlq.MaxMsgs)
+	require.Equal(t, DefaultLessonsMaxAge, r.Lessons.CachedInfo().Config.MaxAge)
+	audit := r.Audit.CachedInfo().Config
+	require.Zero(t, audit.MaxAge)
+	require.Equal(t, int64(-1), audit.MaxMsgs)
+
+	for _, name := range []string{names.DLQStream(), names.LessonsStream()} {
+		require.NoError(t, js.DeleteStream(ctx, name))
+	}
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: names.DLQStream(), Subjects: []string{names.DLQWildcard()}, Duplicates: DefaultDuplicateWindow})
+	require.NoError(t, err)
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: names.LessonsStream(), Subjects: []string{"drover.lessons.*"},
+		Duplicates: DefaultDuplicateWindow, MaxMsgsPerSubject: DefaultLessonsPerType, AllowDirect: true})
+	require.NoError(t, err)
+
+	log, logs := newLog()
+	r, err = Provision(ctx, js, Settings{Names: names, DLQMaxAge: 48 * time.Hour, DLQMaxMsgs: 1000, LessonsMaxAge: 24 * time.Hour}, log)
+	require.NoError(t, err)
+	info, err := r.DLQ.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 48*time.Hour, info.Config.MaxAge)
+	require.Equal(t, int64(1000), info.Config.MaxMsgs)
+	info, err = r.Lessons.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 24*time.Hour, info.Config.MaxAge)
+	require.Equal(t, []string{"drover.lessons.>"}, info.Config.Subjects)
+	require.Contains(t, logs.String(), "stream=DROVER_DLQ setting=max_age old=0s new=48h0m0s")
+	require.Contains(t, logs.String(), "stream=DROVER_DLQ setting=max_msgs old=-1 new=1000")
+	require.Contains(t, logs.String(), "stream=DROVER_LESSONS setting=max_age old=0s new=24h0m0s")
+	require.Contains(t, logs.String(), "stream=DROVER_LESSONS setting=subjects")
+
+	// Negative ages lift the limits.
+	r, err = Provision(ctx, js, Settings{Names: names, DLQMaxAge: -1, LessonsMaxAge: -1}, nil)
+	require.NoError(t, err)
+	require.Zero(t, r.DLQ.CachedInfo().Config.MaxAge)
+	require.Equal(t, int64(-1), r.DLQ.CachedInfo().Config.MaxMsgs)
+	require.Zero(t, r.Lessons.CachedInfo().Config.MaxAge)
+
+	_, err = Provision(ctx, js, Settings{Names: names, DLQMaxAge: time.Minute}, nil)
+	require.ErrorContains(t, err, "DLQ max age 1m0s is shorter than the duplicate window 2m0s")
+	_, err = Provision(ctx, js, Settings{Names: names, DLQMaxMsgs: -1}, nil)
+	require.ErrorContains(t, err, "DLQ max messages -1 is negative")
 }

@@ -38,13 +38,20 @@ func New(kv jetstream.KeyValue, log *slog.Logger) *Cache {
 	return &Cache{kv: kv, log: log}
 }
 
+// BoardLineKey is the metadata key of a board task's row line number (see
+// board.LineKey). It is for display only: it changes when a row is
+// inserted above the task, which changes nothing the roles do, so Key
+// leaves it out.
+const BoardLineKey = "board_line"
+
 // Key returns the cache key of a role request run by a runner with the given
 // identity: "<role>.<sha256 hex>" over a canonical encoding of everything
 // that determines the role's output (the role, the runner's identity, the
 // task's ID, scope, verification, type and metadata, the round, the plan,
 // the change, the judge's feedback, the lessons the runner reads and the
 // base commit of the role's workspace) and nothing that does not (no
-// workflow ID, no timestamps, no try number, no max_attempts).
+// workflow ID, no timestamps, no try number, no max_attempts, no
+// metadata.board_line).
 //
 // The encoding is a version tag and then each field as its length (8 bytes,
 // big endian) and bytes, in that fixed order; metadata in key order; JSON
@@ -67,7 +74,9 @@ func Key(identity string, req runner.Request) string {
 	str(req.Task.Type)
 	keys := make([]string, 0, len(req.Task.Metadata))
 	for k := range req.Task.Metadata {
-		keys = append(keys, k)
+		if k != BoardLineKey {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	binary.BigEndian.PutUint64(n[:], uint64(len(keys)))

@@ -29,8 +29,9 @@ func newDlqCmd(g *globals) *cobra.Command {
 		Use:   "dlq",
 		Short: "List, inspect and redrive dead letters: requests that were rejected or failed",
 		Long: `The dead-letter stream keeps every rejected or failed request, byte for byte, with
-headers that say why. These commands only read it and submit new requests: an entry
-is never deleted, and a redriven one stays as the record of what happened.`,
+headers that say why. These commands only read it and submit new requests: they never
+delete an entry, and a redriven one stays as the record of what happened. The stream
+drops entries older than serve's --dlq-max-age (default 30 days).`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newDlqLsCmd(g), newDlqShowCmd(g), newDlqRedriveCmd(g))

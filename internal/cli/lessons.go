@@ -28,8 +28,10 @@ func newLessonsCmd(g *globals) *cobra.Command {
 		Short: "List what judge rejections and task failures taught, per task type",
 		Long: `Every judge rejection and every failed task records a lesson: the task type, the
 role, what went wrong and the judge's feedback. A planner whose runner uses lessons
-gets the most recent ones of its task's type. The lessons stream keeps the most recent
-100 lessons of each type (broker setting LessonsPerType); older ones age out.
+gets the most recent ones of its task's type and workflow (serve --lessons-scope fleet:
+of every workflow). The lessons stream keeps the most recent 100 lessons of each type
+and workflow (broker setting LessonsPerType) for at most --lessons-max-age (default 90
+days); older ones age out. This command lists every workflow's.
 
 Lessons print oldest first, newest last. --type reads only that type's lessons.`,
 		Example: `  drover lessons

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/runner"
@@ -34,6 +35,10 @@ type serveFlags struct {
 	ackWait, grace, cacheTTL, dupWindow, roleTimeout   time.Duration
 	retryBase, retryMax, watchdog                      time.Duration
 	server                                             serverAuthFlags
+	dlqMaxAge, lessonsMaxAge, gcInterval               time.Duration
+	dlqMaxMsgs                                         int64
+	lessonsScope                                       string
+	gc                                                 gcFlags
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -88,6 +93,12 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.DurationVar(&f.retryBase, "retry-backoff", time.Second, "first delay before a failed role runs again (doubles per delivery)")
 	fl.DurationVar(&f.retryMax, "retry-backoff-max", time.Minute, "longest delay before a failed role runs again")
 	fl.DurationVar(&f.watchdog, "watchdog", 30*time.Second, "how often to check for a queue with work but no deliveries (negative disables)")
+	fl.DurationVar(&f.dlqMaxAge, "dlq-max-age", broker.DefaultDLQMaxAge, "the DLQ stream drops entries older than this (negative: keeps them for ever)")
+	fl.Int64Var(&f.dlqMaxMsgs, "dlq-max-msgs", 0, "the DLQ stream keeps at most this many entries, dropping the oldest (0: no limit)")
+	fl.DurationVar(&f.lessonsMaxAge, "lessons-max-age", broker.DefaultLessonsMaxAge, "the lessons stream drops lessons older than this (negative: keeps them)")
+	fl.StringVar(&f.lessonsScope, "lessons-scope", string(lessons.ScopeWorkflow), `whose lessons a planner recalls: "workflow" (its own workflow's) or "fleet" (every workflow's of its type)`)
+	fl.DurationVar(&f.gcInterval, "gc-interval", 0, "run drover gc every interval with the retention flags below (0: never)")
+	f.gc.register(cmd)
 	fl.IntVar(&f.replicas, "replicas", 1, "stream and bucket replicas (3 on a 3-node cluster)")
 	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
@@ -110,6 +121,16 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	if f.maxDeliver < 1 {
 		return fmt.Errorf("--max-deliver %d: must be at least 1", f.maxDeliver)
 	}
+	scope, err := lessons.ParseScope(f.lessonsScope)
+	if err != nil {
+		return fmt.Errorf("--lessons-scope: %w", err)
+	}
+	if f.gcInterval < 0 {
+		return fmt.Errorf("--gc-interval %s: must not be negative", f.gcInterval)
+	}
+	if err := f.gc.options(g, false).Validate(); err != nil {
+		return err
+	}
 	id := f.workerID
 	if id == "" {
 		host, _ := os.Hostname()
@@ -119,7 +140,6 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	var emb *broker.Embedded
 	var connOpts []nats.Option // the worker's credentials and TLS
 	if url != "" {
-		var err error
 		if connOpts, err = g.natsOptions(); err != nil {
 			return err
 		}
@@ -170,14 +190,16 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Queues:      f.queues,
 		Concurrency: f.concurrency,
 		Consumer:    broker.ConsumerSettings{AckWait: f.ackWait, MaxDeliver: f.maxDeliver, MaxAckPending: f.maxAckPending},
-		Streams:     broker.Settings{Replicas: f.replicas, DuplicateWindow: f.dupWindow, CacheTTL: f.cacheTTL},
-		Grace:       f.grace,
-		Watchdog:    f.watchdog,
-		Runners:     runners,
-		Version:     Version,
-		Log:         g.log,
-		Metrics:     metrics,
-		Tracer:      tracer,
+		Streams: broker.Settings{Replicas: f.replicas, DuplicateWindow: f.dupWindow, CacheTTL: f.cacheTTL,
+			DLQMaxAge: f.dlqMaxAge, DLQMaxMsgs: f.dlqMaxMsgs, LessonsMaxAge: f.lessonsMaxAge},
+		LessonsScope: scope,
+		Grace:        f.grace,
+		Watchdog:     f.watchdog,
+		Runners:      runners,
+		Version:      Version,
+		Log:          g.log,
+		Metrics:      metrics,
+		Tracer:       tracer,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},
@@ -204,6 +226,13 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 			}
 		}()
 		g.log.Info("http endpoints", "addr", hs.Addr())
+	}
+	if f.gcInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gcEvery(httpCtx, g, nc, f)
+		}()
 	}
 	if f.seedFile != "" {
 		wg.Add(1)

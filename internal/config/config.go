@@ -80,6 +80,27 @@ type Worker struct {
 	// RoleTimeout bounds every role call, whatever its runner (default
 	// 30m). A role's own timeout applies within it.
 	RoleTimeout time.Duration `yaml:"role_timeout"`
+	// DLQMaxAge is how long the DLQ stream keeps an entry (default 30
+	// days; negative: for ever).
+	DLQMaxAge time.Duration `yaml:"dlq_max_age"`
+	// DLQMaxMsgs is how many entries the DLQ stream keeps (default 0: no
+	// limit but dlq_max_age).
+	DLQMaxMsgs int64 `yaml:"dlq_max_msgs"`
+	// LessonsMaxAge is how long the lessons stream keeps a lesson (default
+	// 90 days; negative: for ever).
+	LessonsMaxAge time.Duration `yaml:"lessons_max_age"`
+	// LessonsScope is whose lessons a planner recalls: "workflow" (its own
+	// workflow's, the default) or "fleet" (every workflow's of its type).
+	LessonsScope string `yaml:"lessons_scope"`
+	// GCInterval is how often the worker runs drover gc (default 0: never).
+	GCInterval time.Duration `yaml:"gc_interval"`
+	// StateRetention is gc's --state-retention (default 30 days).
+	StateRetention time.Duration `yaml:"state_retention"`
+	// BlobRetention is gc's --blob-retention (default 30 days).
+	BlobRetention time.Duration `yaml:"blob_retention"`
+	// BlobMaxAge is gc's --blob-max-age (default 0: blobs that audit
+	// events refer to are kept for ever).
+	BlobMaxAge time.Duration `yaml:"blob_max_age"`
 }
 
 // Roles holds the configuration of each role.

@@ -129,6 +129,14 @@ func (w *Worker) validate(v *validator) {
 	v.duration("worker.grace", w.Grace)
 	v.duration("worker.cache_ttl", w.CacheTTL)
 	v.duration("worker.role_timeout", w.RoleTimeout)
+	v.nonNegative("worker.dlq_max_msgs", int(w.DLQMaxMsgs))
+	if w.LessonsScope != "" && w.LessonsScope != "workflow" && w.LessonsScope != "fleet" {
+		v.add("worker.lessons_scope", "%q: want workflow or fleet", w.LessonsScope)
+	}
+	v.duration("worker.gc_interval", w.GCInterval)
+	v.duration("worker.state_retention", w.StateRetention)
+	v.duration("worker.blob_retention", w.BlobRetention)
+	v.duration("worker.blob_max_age", w.BlobMaxAge)
 }
 
 func (r *Role) validate(v *validator, path string) {

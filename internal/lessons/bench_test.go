@@ -30,7 +30,7 @@ func among100k(tb testing.TB) *testBundle {
 		l.Feedback = "a sentence or two of feedback, as a judge would write it for the implementer"
 		body, err := json.Marshal(l)
 		require.NoError(tb, err)
-		_, err = b.js.PublishAsync(names.LessonsSubject(l.Type), body)
+		_, err = b.js.PublishAsync(names.LessonsWorkflowSubject(l.Type, l.Workflow), body)
 		require.NoError(tb, err)
 		if i%1000 == 999 { // stay below the client's limit of pending publishes
 			select {
@@ -60,7 +60,7 @@ func BenchmarkLookupAmong100k(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		got, err := book.Lookup(ctx, targetType, lessons.DefaultPerPrompt)
+		got, err := book.Lookup(ctx, targetType, "wf", lessons.DefaultPerPrompt)
 		if err != nil || len(got) != lessons.DefaultPerPrompt {
 			b.Fatalf("lookup: %d lessons, error %v", len(got), err)
 		}
@@ -82,7 +82,7 @@ func TestLookupAmong100k(t *testing.T) {
 	const lookups = 20
 	start := time.Now()
 	for range lookups {
-		got, err := book.Lookup(ctx, targetType, lessons.DefaultPerPrompt)
+		got, err := book.Lookup(ctx, targetType, "wf", lessons.DefaultPerPrompt)
 		require.NoError(t, err)
 		require.Len(t, got, lessons.DefaultPerPrompt)
 		require.Equal(t, "feedback 19", got[len(got)-1].Feedback)

@@ -1,13 +1,21 @@
-// Package lessons keeps what rejections and failures taught, per task type,
-// in the <PREFIX>_LESSONS stream, and recalls a type's recent lessons for the
-// planner.
+// Package lessons keeps what rejections and failures taught, per task type
+// and workflow, in the <PREFIX>_LESSONS stream, and recalls recent lessons
+// for the planner.
 //
-// Each lesson is a JSON subjects.Lesson on "<prefix>.lessons.<type token>",
-// published with "Nats-Msg-Id: lesson/<event_id>", so a redelivered task
-// records its lesson once. The stream keeps the most recent lessons of each
-// type (broker.Settings.LessonsPerType, default 100); older ones age out. A
-// lookup reads only its type's subject, so its cost follows the number of
-// lessons of that type, never the size of the stream.
+// Each lesson is a JSON subjects.Lesson on
+// "<prefix>.lessons.<type token>.<workflow token>", published with
+// "Nats-Msg-Id: lesson/<event_id>", so a redelivered task records its
+// lesson once. The stream keeps the most recent lessons of each subject
+// (broker.Settings.LessonsPerType, default 100) for at most
+// broker.Settings.LessonsMaxAge (default 90 days); older ones age out.
+//
+// Lessons are text a model wrote, so they are a stored channel into later
+// prompts. By default (ScopeWorkflow) a task recalls only the lessons of
+// its own workflow and type; ScopeFleet recalls a type's lessons of every
+// workflow. A lookup reads only the subjects of its scope (and the legacy
+// subject "<prefix>.lessons.<type token>" of lessons recorded before they
+// were scoped, whose body names their workflow), so its cost follows the
+// number of lessons in scope, never the size of the stream.
 package lessons
 
 import (
@@ -30,8 +38,33 @@ const (
 	DefaultTTL       = 10 * time.Second
 )
 
+// Scope is which workflows' lessons a task recalls.
+type Scope string
+
+// Scopes of Options.Scope.
+const (
+	// ScopeWorkflow recalls only the lessons recorded in the task's own
+	// workflow (the default).
+	ScopeWorkflow Scope = "workflow"
+	// ScopeFleet recalls the lessons of the task's type recorded in any
+	// workflow.
+	ScopeFleet Scope = "fleet"
+)
+
+// ParseScope returns the Scope named s: "workflow" or "fleet".
+func ParseScope(s string) (Scope, error) {
+	switch Scope(s) {
+	case ScopeWorkflow, ScopeFleet:
+		return Scope(s), nil
+	}
+	return "", fmt.Errorf("lessons scope %q: want %q or %q", s, ScopeWorkflow, ScopeFleet)
+}
+
 // Options tune a Book. Zero or negative fields take the defaults noted.
 type Options struct {
+	// Scope is which workflows' lessons Recent recalls (default
+	// ScopeWorkflow).
+	Scope Scope
 	// PerPrompt is how many lessons Recent returns: those in a planner
 	// prompt (default 5).
 	PerPrompt int
@@ -46,6 +79,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	if o.Scope == "" {
+		o.Scope = ScopeWorkflow
+	}
 	if o.PerPrompt <= 0 {
 		o.PerPrompt = DefaultPerPrompt
 	}
@@ -68,8 +104,8 @@ type Book struct {
 
 	mu     sync.Mutex
 	stream jetstream.Stream      // the lessons stream, once looked up
-	cache  map[string]cacheEntry // Recent's lines by task type
-	gen    map[string]uint64     // bumped by Record, per task type
+	cache  map[string]cacheEntry // Recent's lines by cacheKey
+	gen    map[string]uint64     // bumped by Record, per cacheKey
 }
 
 // cacheEntry is one type's formatted lessons and when they were read.
@@ -92,10 +128,10 @@ func New(js jetstream.JetStream, names subjects.Names, log *slog.Logger, opts Op
 // end may already have cancelled.
 const recordTimeout = 5 * time.Second
 
-// Record publishes l on its type's subject and drops the type's cached
-// lessons. An empty type is recorded as subjects.DefaultTaskType and a zero
-// time as now. A failure is logged, never returned: a lost lesson must not
-// fail a task.
+// Record publishes l on the subject of its type and workflow and drops the
+// cached lessons it belongs to. An empty type is recorded as
+// subjects.DefaultTaskType and a zero time as now. A failure is logged,
+// never returned: a lost lesson must not fail a task.
 func (b *Book) Record(ctx context.Context, l subjects.Lesson) {
 	if l.Type == "" {
 		l.Type = subjects.DefaultTaskType
@@ -103,7 +139,7 @@ func (b *Book) Record(ctx context.Context, l subjects.Lesson) {
 	if l.Time.IsZero() {
 		l.Time = b.opts.Now().UTC()
 	}
-	defer b.invalidate(l.Type)
+	defer b.invalidate(b.cacheKey(l.Type, l.Workflow))
 	body, err := json.Marshal(l)
 	if err != nil {
 		b.log.Warn("lesson not recorded", "type", l.Type, "event_id", l.EventID, "err", err)
@@ -115,37 +151,55 @@ func (b *Book) Record(ctx context.Context, l subjects.Lesson) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if _, err := b.js.Publish(ctx, b.names.LessonsSubject(l.Type), body, opts...); err != nil {
+	if _, err := b.js.Publish(ctx, b.names.LessonsWorkflowSubject(l.Type, l.Workflow), body, opts...); err != nil {
 		b.log.Warn("lesson not recorded", "type", l.Type, "event_id", l.EventID, "err", err)
 	}
 }
 
-// invalidate drops a type's cached lessons, also those of a Recent that is
-// reading them right now.
-func (b *Book) invalidate(taskType string) {
+// cacheKey is the key of Recent's cache for a type and workflow: the type
+// alone when the scope is the fleet.
+func (b *Book) cacheKey(taskType, workflow string) string {
+	if b.opts.Scope == ScopeFleet {
+		return taskType
+	}
+	return taskType + "\x00" + workflow
+}
+
+// invalidate drops a cache entry, also that of a Recent that is reading it
+// right now.
+func (b *Book) invalidate(key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.cache, taskType)
-	b.gen[taskType]++
+	delete(b.cache, key)
+	b.gen[key]++
 }
 
 // Recent returns the most recent Options.PerPrompt lessons of a type, one
-// line each (see Format), newest last. They come from memory when read
-// less than Options.TTL ago. A failed read is logged and yields none.
-func (b *Book) Recent(ctx context.Context, taskType string) []string {
+// line each (see Format), newest last: those recorded in workflow, or in
+// any workflow when Options.Scope is ScopeFleet. They come from memory when
+// read less than Options.TTL ago. A failed read is logged and yields none.
+func (b *Book) Recent(ctx context.Context, taskType, workflow string) []string {
 	if taskType == "" {
 		taskType = subjects.DefaultTaskType
 	}
+	key := b.cacheKey(taskType, workflow)
 	b.mu.Lock()
-	e, ok := b.cache[taskType]
-	gen := b.gen[taskType]
+	e, ok := b.cache[key]
+	gen := b.gen[key]
 	b.mu.Unlock()
 	if ok && b.opts.Now().Sub(e.at) < b.opts.TTL {
 		return e.lines
 	}
-	got, err := b.Lookup(ctx, taskType, b.opts.PerPrompt)
+	scope := workflow
+	switch {
+	case b.opts.Scope == ScopeFleet:
+		scope = ""
+	case scope == "": // recorded under the reserved token; never fleet-wide
+		scope = subjects.Reserved
+	}
+	got, err := b.Lookup(ctx, taskType, scope, b.opts.PerPrompt)
 	if err != nil {
-		b.log.Warn("lessons not read; the planner gets none", "type", taskType, "err", err)
+		b.log.Warn("lessons not read; the planner gets none", "type", taskType, "workflow", workflow, "err", err)
 		return nil
 	}
 	lines := make([]string, len(got))
@@ -153,8 +207,8 @@ func (b *Book) Recent(ctx context.Context, taskType string) []string {
 		lines[i] = Format(l)
 	}
 	b.mu.Lock()
-	if b.gen[taskType] == gen { // no Record since the read began
-		b.cache[taskType] = cacheEntry{lines: lines, at: b.opts.Now()}
+	if b.gen[key] == gen { // no Record since the read began
+		b.cache[key] = cacheEntry{lines: lines, at: b.opts.Now()}
 	}
 	b.mu.Unlock()
 	return lines

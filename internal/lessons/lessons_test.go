@@ -71,16 +71,16 @@ func TestRecordThenLookupNewestLast(t *testing.T) {
 	for i := range 7 {
 		book.Record(ctx, lesson("feature", i))
 	}
-	got, err := book.Lookup(ctx, "feature", 3)
+	got, err := book.Lookup(ctx, "feature", "wf", 3)
 	require.NoError(t, err)
 	require.Equal(t, []string{"feedback 4", "feedback 5", "feedback 6"}, feedbacks(got))
 	require.Equal(t, b.now.Now(), got[0].Time, "a zero time is recorded as now")
 
-	all, err := book.Lookup(ctx, "feature", 0)
+	all, err := book.Lookup(ctx, "feature", "wf", 0)
 	require.NoError(t, err)
 	require.Len(t, all, 7)
 
-	none, err := book.Lookup(ctx, "never-seen", 5)
+	none, err := book.Lookup(ctx, "never-seen", "wf", 5)
 	require.NoError(t, err)
 	require.Empty(t, none)
 }
@@ -96,10 +96,10 @@ func TestLookupIsPerType(t *testing.T) {
 	}
 	book.Record(ctx, lesson("a.b*c", 99)) // escaped into one subject token
 
-	docs, err := book.Lookup(ctx, "docs", 10)
+	docs, err := book.Lookup(ctx, "docs", "", 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"feedback 10", "feedback 11", "feedback 12", "feedback 13"}, feedbacks(docs))
-	odd, err := book.Lookup(ctx, "a.b*c", 10)
+	odd, err := book.Lookup(ctx, "a.b*c", "wf", 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"feedback 99"}, feedbacks(odd))
 
@@ -119,16 +119,16 @@ func TestRecordDedupesByEventID(t *testing.T) {
 	st, err := b.js.Stream(ctx, names.LessonsStream())
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), st.CachedInfo().State.Msgs)
-	m, err := st.GetLastMsgForSubject(ctx, names.LessonsSubject("feature"))
+	m, err := st.GetLastMsgForSubject(ctx, names.LessonsWorkflowSubject("feature", "wf"))
 	require.NoError(t, err)
 	require.Equal(t, "lesson/"+l.EventID, m.Header.Get(jetstream.MsgIDHeader))
 
 	// After the duplicate window a second copy is stored, but read once.
 	body, err := json.Marshal(l)
 	require.NoError(t, err)
-	_, err = b.js.Publish(ctx, names.LessonsSubject("feature"), body)
+	_, err = b.js.Publish(ctx, names.LessonsWorkflowSubject("feature", "wf"), body)
 	require.NoError(t, err)
-	got, err := book.Lookup(ctx, "feature", 5)
+	got, err := book.Lookup(ctx, "feature", "wf", 5)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 }
@@ -138,24 +138,24 @@ func TestRecentCachesUntilRecordOrTTL(t *testing.T) {
 	b := setup(t)
 	book := b.book(lessons.Options{PerPrompt: 2, TTL: time.Minute})
 	ctx := context.Background()
-	require.Empty(t, book.Recent(ctx, "feature"))
+	require.Empty(t, book.Recent(ctx, "feature", "wf"))
 
 	book.Record(ctx, lesson("feature", 1))
-	require.Equal(t, []string{"[judge, attempt 1, rejected] the judge rejected attempt 1: feedback 1"}, book.Recent(ctx, "feature"))
+	require.Equal(t, []string{"[judge, attempt 1, rejected] the judge rejected attempt 1: feedback 1"}, book.Recent(ctx, "feature", "wf"))
 
 	// Written behind the Book's back (another worker): not seen until the TTL.
 	other := b.book(lessons.Options{})
 	other.Record(ctx, lesson("feature", 2))
-	require.Len(t, book.Recent(ctx, "feature"), 1, "served from the cache")
+	require.Len(t, book.Recent(ctx, "feature", "wf"), 1, "served from the cache")
 	b.now.Add(time.Minute)
 	require.Equal(t, []string{
 		"[judge, attempt 1, rejected] the judge rejected attempt 1: feedback 1",
 		"[judge, attempt 1, rejected] the judge rejected attempt 1: feedback 2",
-	}, book.Recent(ctx, "feature"))
+	}, book.Recent(ctx, "feature", "wf"))
 
 	// A Record through the Book drops its type's entry at once.
 	book.Record(ctx, lesson("feature", 3))
-	got := book.Recent(ctx, "feature")
+	got := book.Recent(ctx, "feature", "wf")
 	require.Len(t, got, 2, "PerPrompt lessons")
 	require.Contains(t, got[1], "feedback 3")
 }
@@ -166,4 +166,51 @@ func TestFormat(t *testing.T) {
 	require.Equal(t, "[implementer, attempt 2, max_deliveries] the implementer failed", lessons.Format(l))
 	l.Feedback = strings.Repeat("x ", 2000)
 	require.LessOrEqual(t, len([]rune(lessons.Format(l))), 800)
+}
+
+// A lesson is recalled only in the workflow that recorded it, unless the
+// Book recalls fleet-wide; lessons on the legacy per-type subject (recorded
+// before lessons were scoped) are recalled by the workflow their body
+// names, and fleet-wide.
+func TestRecallScope(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	inA := lesson("feature", 1)
+	inA.Workflow = "wf-A"
+	b.book(lessons.Options{}).Record(ctx, inA)
+	legacy := lesson("feature", 2)
+	legacy.Workflow = "wf-B"
+	body, err := json.Marshal(legacy)
+	require.NoError(t, err)
+	_, err = b.js.Publish(ctx, names.LessonsSubject("feature"), body)
+	require.NoError(t, err)
+
+	tests := []struct {
+		scope    lessons.Scope
+		workflow string
+		want     []string
+	}{
+		{"", "wf-A", []string{"feedback 1"}},
+		{lessons.ScopeWorkflow, "wf-A", []string{"feedback 1"}},
+		{lessons.ScopeWorkflow, "wf-B", []string{"feedback 2"}},
+		{lessons.ScopeWorkflow, "wf-C", nil},
+		{lessons.ScopeFleet, "wf-C", []string{"feedback 1", "feedback 2"}},
+	}
+	for _, tt := range tests {
+		got := b.book(lessons.Options{Scope: tt.scope}).Recent(ctx, "feature", tt.workflow)
+		var fbs []string
+		for _, l := range got {
+			fbs = append(fbs, l[strings.LastIndex(l, ": ")+2:])
+		}
+		require.Equal(t, tt.want, fbs, "scope %q, workflow %s", tt.scope, tt.workflow)
+	}
+	m, err := b.js.Stream(ctx, names.LessonsStream())
+	require.NoError(t, err)
+	last, err := m.GetLastMsgForSubject(ctx, "drover.lessons.feature.wf-A")
+	require.NoError(t, err, "recorded on <prefix>.lessons.<type>.<workflow>")
+	require.Contains(t, string(last.Data), "feedback 1")
+
+	_, err = lessons.ParseScope("team")
+	require.ErrorContains(t, err, `lessons scope "team": want "workflow" or "fleet"`)
 }

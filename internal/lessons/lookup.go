@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -13,17 +14,28 @@ import (
 )
 
 // Lookup returns the most recent n lessons of a type (n <= 0: all the
-// stream keeps), oldest first. It reads only that type's subject: the last
-// message's sequence comes first from a direct get, so an unknown type
-// answers at once; then an ordered consumer filtered to the subject reads
-// up to that message. A lesson whose event ID was already read (recorded
-// again after the duplicate window) is skipped.
-func (b *Book) Lookup(ctx context.Context, taskType string, n int) ([]subjects.Lesson, error) {
+// stream keeps), oldest first: those recorded in workflow, or in any
+// workflow when workflow is "". It reads only the subjects of that scope
+// and the type's legacy subject, whose lessons it keeps only when their
+// body names workflow. The last message's sequence comes first from direct
+// gets, so an unknown type answers at once; then an ordered consumer
+// filtered to the subjects reads up to that message. A lesson whose event
+// ID was already read (recorded again after the duplicate window) is
+// skipped.
+func (b *Book) Lookup(ctx context.Context, taskType, workflow string, n int) ([]subjects.Lesson, error) {
 	if taskType == "" {
 		taskType = subjects.DefaultTaskType
 	}
+	scoped := b.names.LessonsTypeWildcard(taskType)
+	if workflow != "" {
+		scoped = b.names.LessonsWorkflowSubject(taskType, workflow)
+	}
+	legacy := b.names.LessonsSubject(taskType)
 	var out []subjects.Lesson
-	err := b.scan(ctx, b.names.LessonsSubject(taskType), func(l subjects.Lesson) error {
+	err := b.scan(ctx, []string{scoped, legacy}, func(subject string, l subjects.Lesson) error {
+		if workflow != "" && subject == legacy && l.Workflow != workflow {
+			return nil
+		}
 		out = append(out, l)
 		if n > 0 && len(out) > n {
 			out = out[len(out)-n:]
@@ -36,16 +48,16 @@ func (b *Book) Lookup(ctx context.Context, taskType string, n int) ([]subjects.L
 	return out, nil
 }
 
-// List calls fn with each lesson of a type (taskType "": of every type) in
-// the order they were recorded. A non-nil error from fn stops the listing
-// and is returned as it is.
+// List calls fn with each lesson of a type (taskType "": of every type), of
+// every workflow, in the order they were recorded. A non-nil error from fn
+// stops the listing and is returned as it is.
 func (b *Book) List(ctx context.Context, taskType string, fn func(subjects.Lesson) error) error {
-	filter := b.names.LessonsWildcard()
+	filters := []string{b.names.LessonsWildcard()}
 	if taskType != "" {
-		filter = b.names.LessonsSubject(taskType)
+		filters = []string{b.names.LessonsTypeWildcard(taskType), b.names.LessonsSubject(taskType)}
 	}
 	var fnErr error
-	err := b.scan(ctx, filter, func(l subjects.Lesson) error {
+	err := b.scan(ctx, filters, func(_ string, l subjects.Lesson) error {
 		fnErr = fn(l)
 		return fnErr
 	})
@@ -53,7 +65,7 @@ func (b *Book) List(ctx context.Context, taskType string, fn func(subjects.Lesso
 		return fnErr
 	}
 	if err != nil {
-		return fmt.Errorf("lessons: list %s: %w", filter, err)
+		return fmt.Errorf("lessons: list %s: %w", strings.Join(filters, ", "), err)
 	}
 	return nil
 }
@@ -77,22 +89,30 @@ func (b *Book) lessonsStream(ctx context.Context) (jetstream.Stream, error) {
 	return st, nil
 }
 
-// scan calls fn with each lesson on filter, in stream order, up to the last
-// one stored when it began. An undecodable message is an error: the stream
-// holds only what Record wrote, so it means something else writes there.
-func (b *Book) scan(ctx context.Context, filter string, fn func(subjects.Lesson) error) error {
+// scan calls fn with each lesson on filters, and its subject, in stream
+// order, up to the last one stored when it began. An undecodable message is
+// an error: the stream holds only what Record wrote, so it means something
+// else writes there.
+func (b *Book) scan(ctx context.Context, filters []string, fn func(string, subjects.Lesson) error) error {
 	st, err := b.lessonsStream(ctx)
 	if err != nil {
 		return err
 	}
-	last, err := st.GetLastMsgForSubject(ctx, filter)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	var last uint64
+	for _, f := range filters {
+		m, err := st.GetLastMsgForSubject(ctx, f)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		last = max(last, m.Sequence)
+	}
+	if last == 0 {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters})
 	if err != nil {
 		return err
 	}
@@ -118,11 +138,11 @@ func (b *Book) scan(ctx context.Context, filter string, fn func(subjects.Lesson)
 		}
 		if l.EventID == "" || !seen[l.EventID] {
 			seen[l.EventID] = true
-			if err := fn(l); err != nil {
+			if err := fn(msg.Subject(), l); err != nil {
 				return err
 			}
 		}
-		if md.Sequence.Stream >= last.Sequence || md.NumPending == 0 {
+		if md.Sequence.Stream >= last || md.NumPending == 0 {
 			return nil
 		}
 	}

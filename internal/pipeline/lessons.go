@@ -14,12 +14,14 @@ type Lessons interface {
 	// never fails the task.
 	Record(ctx context.Context, l subjects.Lesson)
 	// Recent returns the most recent lessons of a type, formatted for a
-	// prompt, newest last.
-	Recent(ctx context.Context, taskType string) []string
+	// prompt, newest last: those of the workflow, or of every workflow when
+	// the implementation is configured fleet-wide.
+	Recent(ctx context.Context, taskType, workflow string) []string
 }
 
 // plannerLessons returns the lessons for the planner's request, if its
-// runner reads them.
+// runner reads them: lessons are scoped to the task's workflow unless the
+// implementation recalls them fleet-wide.
 func (p *Pipeline) plannerLessons(ctx context.Context, t *taskRun) []string {
 	if p.d.Lessons == nil {
 		return nil
@@ -28,7 +30,7 @@ func (p *Pipeline) plannerLessons(ctx context.Context, t *taskRun) []string {
 	if !ok || !lr.UsesLessons() {
 		return nil
 	}
-	return p.d.Lessons.Recent(ctx, t.req.Type)
+	return p.d.Lessons.Recent(ctx, t.req.Type, t.req.Workflow)
 }
 
 // learn records a lesson after the commit that made it true.

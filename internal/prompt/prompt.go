@@ -39,7 +39,9 @@ type Data struct {
 	// Feedback is the judge's feedback on the previous round, for the
 	// implementer; empty in the first round.
 	Feedback string
-	// Lessons are recent lessons for the task's type; may be empty.
+	// Lessons are recent lessons for the task's type; may be empty. They
+	// are text from earlier runs, not the operator's: render them with
+	// the lessons function, which quotes them as data.
 	Lessons []string
 }
 
@@ -64,6 +66,9 @@ var funcs = template.FuncMap{
 		b, err := json.Marshal(v)
 		return string(b), err
 	},
+	// lessons renders lessons as a quoted data block:
+	// {{if .Lessons}}{{lessons .Lessons}}{{end}}. See renderLessons.
+	"lessons": renderLessons,
 	// indent prefixes every line of s with n spaces.
 	"indent": func(n int, s string) string {
 		pad := strings.Repeat(" ", n)

@@ -44,7 +44,10 @@ type Config struct {
 	Pipeline    pipeline.Config         // role timeout 30m, retry 1s..1m
 	Runners     runner.Set              // default: the sim runner for every role
 	Lessons     pipeline.Lessons        // records and recalls lessons (default: the DROVER_LESSONS stream)
-	Log         *slog.Logger
+	// LessonsScope is whose lessons the default Lessons recall (default
+	// lessons.ScopeWorkflow: the task's own workflow's).
+	LessonsScope lessons.Scope
+	Log          *slog.Logger
 	// Metrics receives the pipeline's events (nil: none). When it also
 	// implements consumers.Metrics, as ops.Metrics does, the task
 	// consumers report to it too.
@@ -123,7 +126,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	if cfg.Lessons == nil {
-		cfg.Lessons = lessons.New(js, cfg.Names, cfg.Log, lessons.Options{})
+		cfg.Lessons = lessons.New(js, cfg.Names, cfg.Log, lessons.Options{Scope: cfg.LessonsScope})
 	}
 	w := &Worker{cfg: cfg, nc: nc, js: js, pool: pool.New(cfg.Concurrency), started: make(chan struct{}),
 		id: cfg.Pipeline.Worker, counts: &counts{next: cfg.Metrics}}
