@@ -77,7 +77,7 @@ func (o *OpenAI) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return o.result(raw, retries, key)
+	return o.result(ctx, raw, retries, key)
 }
 
 // apiKey reads the key from the configured environment variable, trimming
@@ -179,7 +179,7 @@ func (o *OpenAI) transportFailure(ctx context.Context, err error) *failure {
 }
 
 // result decodes a successful response and validates its content.
-func (o *OpenAI) result(raw []byte, retries int, key string) (Result, error) {
+func (o *OpenAI) result(ctx context.Context, raw []byte, retries int, key string) (Result, error) {
 	var resp chatResponse
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return Result{}, o.errorf("malformed response: %v: %s", err, excerpt(bytes.NewReader(raw), key))
@@ -194,7 +194,7 @@ func (o *OpenAI) result(raw []byte, retries int, key string) (Result, error) {
 		}
 		return Result{}, o.errorf("response has empty content (finish_reason %q)", choice.FinishReason)
 	}
-	res, err := ParseOutput(o.role, []byte(*choice.Message.Content))
+	res, err := ParseOutput(ctx, o.role, []byte(*choice.Message.Content))
 	if err != nil {
 		if choice.FinishReason == "length" {
 			return Result{}, o.errorf("output cut off at max_tokens %d: %w", o.cfg.MaxTokens, err)
