@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/config"
 	"github.com/droverhq/drover/internal/dlq"
 	"github.com/droverhq/drover/subjects"
 )
@@ -47,4 +48,11 @@ func TestWriteTaskStateEscapesControls(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, writeTaskState(&buf, st, 1, st.UpdatedAt))
 	requireNoControls(t, buf.String())
+}
+
+func TestRunnerDetailHidesURLCredentials(t *testing.T) {
+	t.Parallel()
+	d := runnerDetail(&config.Role{Runner: config.RunnerOpenAI, OpenAI: &config.OpenAI{BaseURL: "https://u:pw-detail-1@h/v1?api_key=pw-detail-2", Model: "m"}})
+	require.NotContains(t, d, "pw-detail")
+	require.Contains(t, d, "[REDACTED]@h/v1")
 }
