@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -261,19 +262,21 @@ func (t *EventTable) Flush() error {
 	return t.err
 }
 
-// row writes one line of cells; an empty cell shows as "-".
+// row writes one line of cells; an empty cell shows as "-". Tabs and line
+// breaks become spaces, and control characters and bidi overrides are
+// escaped (redact.Terminal): events hold untrusted agent text.
 func (t *EventTable) row(cells ...string) {
 	var b strings.Builder
 	for i, c := range cells {
 		if i > 0 {
 			b.WriteByte('\t')
 		}
-		c = strings.Map(func(r rune) rune {
+		c = redact.Terminal(strings.Map(func(r rune) rune {
 			if r == '\t' || r == '\n' || r == '\r' {
 				return ' '
 			}
 			return r
-		}, c)
+		}, c))
 		b.WriteString(dash(c))
 	}
 	b.WriteByte('\n')

@@ -136,3 +136,18 @@ func TestWriteJSONLine(t *testing.T) {
 
 	require.Error(t, audit.WriteJSONLine(&buf, audit.Record{Data: []byte("{not json")}))
 }
+
+func TestEventTableEscapesControls(t *testing.T) {
+	ev := rdSumEvents()[12]
+	ev.Error, ev.Action = "boom \x1b]0;owned\x07 \u202eevil", "\x1b[2J"
+	var buf bytes.Buffer
+	tab := audit.WriteEventsTable(&buf)
+	tab.Add(audit.Record{Event: ev})
+	require.NoError(t, tab.Flush())
+	out := buf.String()
+	require.NotContains(t, out, "\x1b")
+	require.NotContains(t, out, "\x07")
+	require.NotContains(t, out, "\u202e")
+	require.Contains(t, out, `\x1b[2J`)
+	require.Contains(t, out, `\u202eevil`)
+}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	neturl "net/url"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	redactpkg "github.com/droverhq/drover/internal/redact"
 )
 
 // Connect opens a NATS connection for a long-running process: it reconnects
@@ -47,7 +47,9 @@ func Connect(ctx context.Context, url, name string, opts ...nats.Option) (*nats.
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("connect to nats at %s: %w", redact(url), r.err)
+			// the client's error may quote the URL it was given
+			err := redactpkg.New(redactpkg.URLSecrets(url)...).Error(r.err)
+			return nil, fmt.Errorf("connect to nats at %s: %w", redact(url), err)
 		}
 		return r.nc, nil
 	case <-ctx.Done():
@@ -60,15 +62,7 @@ func Connect(ctx context.Context, url, name string, opts ...nats.Option) (*nats.
 	}
 }
 
-// redact removes credentials from a comma-separated list of server URLs, so
-// that errors can name the servers without leaking secrets.
-func redact(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		if u, err := neturl.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			u.User = nil
-			parts[i] = u.String()
-		}
-	}
-	return strings.Join(parts, ",")
-}
+// redact masks the credentials of a comma-separated list of server URLs,
+// with or without a scheme (user:pass@host:4222), so that errors can name
+// the servers without leaking secrets.
+func redact(urls string) string { return redactpkg.URL(urls) }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -166,13 +167,13 @@ func runAudit(ctx context.Context, g *globals, f auditFlags, q audit.Query) erro
 		switch {
 		case f.summary:
 			if r.Err != nil {
-				fmt.Fprintf(g.stderr, "drover: skipping %v\n", r.Err)
+				fmt.Fprintf(g.stderr, "drover: skipping %s\n", redact.Terminal(r.Err.Error()))
 				return nil
 			}
 			events = append(events, r.Event)
 		case f.json:
 			if len(r.Data) > 0 && !json.Valid(r.Data) {
-				fmt.Fprintf(g.stderr, "drover: skipping event %d on %s: not JSON\n", r.Seq, r.Subject)
+				fmt.Fprintf(g.stderr, "drover: skipping event %d on %s: not JSON\n", r.Seq, redact.Terminal(r.Subject))
 				return nil
 			}
 			return audit.WriteJSONLine(g.stdout, r)

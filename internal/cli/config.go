@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/droverhq/drover/internal/config"
 	"github.com/droverhq/drover/internal/prompt"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -133,7 +135,7 @@ func runnerDetail(rc *config.Role) string {
 		if v, ok := os.LookupEnv(env); ok && v != "" {
 			state = "set"
 		}
-		return fmt.Sprintf("model %q at %s, key $%s (%s)", rc.OpenAI.Model, rc.OpenAI.BaseURL, env, state)
+		return fmt.Sprintf("model %q at %s, key $%s (%s)", rc.OpenAI.Model, redact.URL(rc.OpenAI.BaseURL), env, state)
 	}
 	return "built-in simulator"
 }
@@ -181,10 +183,14 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	if err != nil {
 		return runner.Set{}, err
 	}
-	set, err := file.Runners(prompts, runner.NewSim(runner.SimOptions{CallLog: f.simCallLog}))
+	file.Worker.Concurrency = f.concurrency // sizes the openai runners' connection pools
+	set, err := file.Runners(prompts, runner.NewSim(runner.SimOptions{CallLog: f.simCallLog}), g.auth.Password, g.auth.Token)
 	if err != nil {
 		return runner.Set{}, fmt.Errorf("config %s: %w", f.config, err) // only a file's roles can fail
 	}
+	// The worker's log gets the runners' secrets masked too.
+	g.log = slog.New(redact.New(file.Secrets(g.auth.Password, g.auth.Token)...).Handler(g.log.Handler()))
+	slog.SetDefault(g.log)
 	timeouts := file.RoleTimeouts()
 	for _, r := range subjects.Roles {
 		g.log.Info("role runner", "role", r, "runner", file.Roles.For(r).RunnerName(), "identity", set.For(r).Identity(),

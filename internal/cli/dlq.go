@@ -19,6 +19,7 @@ import (
 
 	"github.com/droverhq/drover/internal/dlq"
 	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -92,8 +93,9 @@ func newDlqLsCmd(g *globals) *cobra.Command {
 			if n == 1 {
 				fmt.Fprintln(tw, "SEQ\tTIME\tQUEUE\tREASON\tWORKFLOW/TASK\tDELIVERIES\tERROR")
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Seq, e.Time.UTC().Format(time.DateTime), e.Queue, e.Reason,
-				e.Ref(), e.Deliveries, clip(e.Error, 60))
+			t := func(s string) string { return redact.Terminal(strings.Join(strings.Fields(s), " ")) } // one line per entry
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Seq, e.Time.UTC().Format(time.DateTime), t(e.Queue), t(string(e.Reason)),
+				t(e.Ref()), e.Deliveries, t(clip(e.Error, 60)))
 			return nil
 		})
 		if err != nil {
@@ -140,12 +142,13 @@ func newDlqShowCmd(g *globals) *cobra.Command {
 
 // writeEntry prints an entry readably: its place, every header sorted by
 // name, and the body, pretty-printed if it is JSON and quoted otherwise.
+// Control characters and bidi overrides are escaped (redact.Terminal).
 func writeEntry(w io.Writer, e dlq.Entry) error {
-	fmt.Fprintf(w, "seq %d, queue %s, stored %s, %d bytes\nheaders:\n", e.Seq, e.Queue,
+	fmt.Fprintf(w, "seq %d, queue %s, stored %s, %d bytes\nheaders:\n", e.Seq, redact.Terminal(e.Queue),
 		e.Time.UTC().Format(time.RFC3339Nano), len(e.Body))
 	for _, k := range slices.Sorted(maps.Keys(e.Header)) {
 		for _, v := range e.Header[k] {
-			fmt.Fprintf(w, "  %s: %s\n", k, v)
+			fmt.Fprintf(w, "  %s: %s\n", redact.Terminal(k), redact.Terminal(v))
 		}
 	}
 	var buf bytes.Buffer
@@ -153,7 +156,7 @@ func writeEntry(w io.Writer, e dlq.Entry) error {
 		buf.Reset()
 		buf.WriteString(strconv.Quote(string(e.Body)))
 	}
-	_, err := fmt.Fprintf(w, "body:\n  %s\n", buf.String())
+	_, err := fmt.Fprintf(w, "body:\n  %s\n", redact.Terminal(buf.String()))
 	return err
 }
 

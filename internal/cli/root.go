@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -53,7 +54,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if code, ok := err.(exitCode); ok {
 			return int(code)
 		}
-		fmt.Fprintln(stderr, "drover:", err)
+		fmt.Fprintln(stderr, "drover:", redact.Terminal(err.Error()))
 		return 1
 	}
 	return 0

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -122,13 +123,14 @@ func taskGet(ctx context.Context, g *globals, ref taskRef, asJSON bool) error {
 	return writeTaskState(g.stdout, st, e.Revision(), time.Now())
 }
 
-// writeTaskState prints st readably; the outbox (events waiting to be
+// writeTaskState prints st readably, control characters and bidi
+// overrides escaped (redact.Terminal); the outbox (events waiting to be
 // published) is left out.
 func writeTaskState(w io.Writer, st subjects.TaskState, rev uint64, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s\t%s\n", k, redact.Terminal(v))
 		}
 	}
 	row("workflow", st.Workflow)
@@ -184,7 +186,7 @@ func writeTaskState(w io.Writer, st subjects.TaskState, rev uint64, now time.Tim
 		buf.Reset()
 		buf.Write(st.Result)
 	}
-	_, err := fmt.Fprintf(w, "result:\n  %s\n", buf.String())
+	_, err := fmt.Fprintf(w, "result:\n  %s\n", redact.Terminal(buf.String()))
 	return err
 }
 

@@ -171,6 +171,8 @@ type Exec struct {
 	// MaxStderrBytes is how much of the end of stderr is kept for the
 	// audit event's error field. Zero means 8 KiB.
 	MaxStderrBytes int `yaml:"max_stderr_bytes"`
+	// ExecSecrets holds secret_env (see runners.go).
+	ExecSecrets `yaml:",inline"`
 }
 
 // OpenAI configures the openai runner (runner.OpenAIConfig).
@@ -208,6 +210,8 @@ type OpenAI struct {
 	// System, when set, is sent as a system message before the rendered
 	// prompt. Empty means no system message.
 	System string `yaml:"system"`
+	// OpenAISafety holds json_mode and allow_insecure_http (runners.go).
+	OpenAISafety `yaml:",inline"`
 }
 
 // Load reads, strictly decodes and validates the file at path. Errors name

@@ -2,29 +2,142 @@ package config
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/droverhq/drover/internal/prompt"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
 
-// Runners builds each role's runner without calling it: sim (the given
-// Sim), exec or openai, rendering prompts from prompts (nil: the embedded
-// defaults). A role with its own timeout has its runner wrapped in
-// runner.WithTimeout; the pipeline's worker.role_timeout still bounds it
-// from outside. A role that is not cached (see Role.Cached) is marked in
-// the set's NoCache. Errors name the role's field path.
-func (f *File) Runners(prompts *prompt.Set, sim *runner.Sim) (runner.Set, error) {
-	var set runner.Set
+// ExecSecrets are the exec runner's settings about secrets.
+type ExecSecrets struct {
+	// SecretEnv names variables of Env and Inherit whose values are
+	// secrets: they are masked in everything the runner hands back (see
+	// File.Secrets). Variables whose names contain KEY, TOKEN, SECRET,
+	// PASSWORD, PASSWD or CREDENTIAL are secret without being listed.
+	SecretEnv []string `yaml:"secret_env"`
+}
+
+func (e ExecSecrets) validate(v *validator, path string) {
+	for i, k := range e.SecretEnv {
+		v.envName(fmt.Sprintf("%s.secret_env[%d]", path, i), k)
+	}
+}
+
+// OpenAISafety are the openai runner's settings about JSON mode and
+// transport security.
+type OpenAISafety struct {
+	// JSONMode asks the server for a JSON object answer
+	// (response_format {"type":"json_object"}): auto (the default) sends
+	// it and, when the server answers 400 naming response_format, retries
+	// once without it and stops sending it; on always sends it; off never.
+	JSONMode string `yaml:"json_mode"`
+	// AllowInsecureHTTP allows a plain http:// base_url whose host is not
+	// a loopback address, which would send the API key in clear. Default
+	// false: such a base_url is refused.
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
+}
+
+func (o OpenAISafety) validate(v *validator, path, baseURL string) {
+	switch o.JSONMode {
+	case "", runner.JSONModeAuto, runner.JSONModeOn, runner.JSONModeOff:
+	default:
+		v.add(path+".json_mode", "%q: want auto, on or off", o.JSONMode)
+	}
+	if !o.AllowInsecureHTTP && runner.InsecureHTTP(baseURL) {
+		v.add(path+".base_url", "%q is plain http to a host that is not loopback, so the API key would cross the network in clear: use https, or set allow_insecure_http: true", redact.URL(baseURL))
+	}
+}
+
+// natsSecretEnv are the variables that hold NATS credentials (the
+// connection flags' environment, see docs/security.md).
+var natsSecretEnv = []string{"NATS_PASSWORD", "NATS_TOKEN", "DROVER_PASSWORD", "DROVER_TOKEN"}
+
+// natsURLEnv are the variables that hold NATS URLs.
+var natsURLEnv = []string{"NATS_URL", "DROVER_NATS_URL"}
+
+// Secrets returns the secrets the file and the environment give the
+// worker, for a redact.Redactor: the value of each openai role's API key
+// variable; the values of each exec role's env and inherited variables
+// that are listed in secret_env or named like a secret (see
+// redact.SecretEnvName); NATS_PASSWORD, NATS_TOKEN, DROVER_PASSWORD and
+// DROVER_TOKEN; and the credentials in nats_url, NATS_URL,
+// DROVER_NATS_URL and every base_url. extra are added as they are (the
+// --password and --token flags).
+func (f *File) Secrets(extra ...string) []string {
+	out := append([]string(nil), extra...)
+	env := func(name string) {
+		if v, ok := os.LookupEnv(name); ok {
+			out = append(out, v)
+		}
+	}
+	for _, name := range natsSecretEnv {
+		env(name)
+	}
+	out = append(out, redact.URLSecrets(f.NatsURL)...)
+	for _, name := range natsURLEnv {
+		out = append(out, redact.URLSecrets(os.Getenv(name))...)
+	}
 	for _, r := range subjects.Roles {
 		rc := f.Roles.For(r)
-		run, err := rc.build(r, prompts, sim)
+		if o := rc.OpenAI; o != nil {
+			key := o.APIKeyEnv
+			if key == "" {
+				key = runner.DefaultOpenAIKeyEnv
+			}
+			env(key)
+			out = append(out, redact.URLSecrets(o.BaseURL)...)
+		}
+		if e := rc.Exec; e != nil {
+			secret := func(name string) bool { return redact.SecretEnvName(name) || slices.Contains(e.SecretEnv, name) }
+			for k, v := range e.Env {
+				if secret(k) {
+					out = append(out, v)
+				}
+			}
+			for _, k := range e.Inherit {
+				if secret(k) {
+					env(k)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Runners builds each role's runner without calling it: sim (the given
+// Sim), exec or openai, rendering prompts from prompts (nil: the embedded
+// defaults). Every runner is wrapped in runner.WithRedact with the
+// secrets of File.Secrets(extraSecrets...) (when there are any), outside
+// a runner.WithRecover, so even a panic's message is masked. A role with
+// its own timeout has its runner wrapped in runner.WithTimeout; the
+// pipeline's worker.role_timeout still bounds it from outside. openai
+// runners keep worker.concurrency idle connections (default 16). A role
+// that is not cached (see Role.Cached) is marked in the set's NoCache.
+// Errors name the role's field path. Close the set to release the runners'
+// connections.
+func (f *File) Runners(prompts *prompt.Set, sim *runner.Sim, extraSecrets ...string) (runner.Set, error) {
+	var set runner.Set
+	red := redact.New(f.Secrets(extraSecrets...)...)
+	for _, r := range subjects.Roles {
+		rc := f.Roles.For(r)
+		run, err := rc.build(r, prompts, sim, f.Worker.Concurrency)
 		if err != nil {
 			return runner.Set{}, fmt.Errorf("roles.%s: %w", r, err)
 		}
+		var mws []runner.Middleware
+		if !red.Empty() {
+			mws = append(mws, runner.WithRedact(red), runner.WithRecover())
+		}
 		if rc.Timeout > 0 {
-			run = withTimeout(run, rc.Timeout)
+			mws = append(mws, runner.WithTimeout(rc.Timeout))
+		}
+		if len(mws) > 0 {
+			run = wrap(run, mws...)
 		}
 		if cached, _ := rc.Cached(); !cached {
 			set.NoCache.Set(r, true)
@@ -52,27 +165,42 @@ func (f *File) RoleTimeouts() map[subjects.Role]time.Duration {
 	return out
 }
 
-// withTimeout wraps r in runner.WithTimeout(d), keeping what the pipeline
-// asks of the unwrapped runner: whether it reads lessons.
-func withTimeout(r runner.Runner, d time.Duration) runner.Runner {
-	wrapped := runner.Chain(r, runner.WithTimeout(d))
+// wrap chains r in mws, keeping what the pipeline and the worker ask of
+// the unwrapped runner: whether it reads lessons, and Close.
+func wrap(r runner.Runner, mws ...runner.Middleware) runner.Runner {
+	w := wrapped{Runner: runner.Chain(r, mws...), base: r}
 	if lr, ok := r.(runner.LessonReader); ok {
-		return lessonReading{Runner: wrapped, lr: lr}
+		return lessonReading{wrapped: w, lr: lr}
 	}
-	return wrapped
+	return w
+}
+
+// wrapped is a runner in middlewares that still closes as the runner it
+// wraps does.
+type wrapped struct {
+	runner.Runner
+	base runner.Runner
+}
+
+// Close closes the wrapped runner when it is an io.Closer.
+func (w wrapped) Close() error {
+	if c, ok := w.base.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // lessonReading is a wrapped runner that still answers UsesLessons as the
 // runner it wraps does.
 type lessonReading struct {
-	runner.Runner
+	wrapped
 	lr runner.LessonReader
 }
 
 // UsesLessons implements runner.LessonReader.
 func (l lessonReading) UsesLessons() bool { return l.lr.UsesLessons() }
 
-func (rc *Role) build(r subjects.Role, prompts *prompt.Set, sim *runner.Sim) (runner.Runner, error) {
+func (rc *Role) build(r subjects.Role, prompts *prompt.Set, sim *runner.Sim, concurrency int) (runner.Runner, error) {
 	switch name := rc.RunnerName(); name {
 	case RunnerSim:
 		if sim == nil {
@@ -88,7 +216,9 @@ func (rc *Role) build(r subjects.Role, prompts *prompt.Set, sim *runner.Sim) (ru
 		if rc.OpenAI == nil {
 			return nil, fmt.Errorf("openai: required when runner is openai")
 		}
-		return runner.NewOpenAI(r, rc.OpenAI.runnerConfig(), prompts)
+		cfg := rc.OpenAI.runnerConfig()
+		cfg.MaxConns, cfg.RoleTimeout = concurrency, rc.Timeout
+		return runner.NewOpenAI(r, cfg, prompts)
 	default:
 		return nil, fmt.Errorf("runner: %q is not a runner: want sim, exec or openai", name)
 	}
@@ -108,5 +238,6 @@ func (o *OpenAI) runnerConfig() runner.OpenAIConfig {
 		Temperature: o.Temperature, MaxTokens: o.MaxTokens,
 		RequestTimeout: o.RequestTimeout, MaxRetries: o.MaxRetries,
 		RetryBase: o.RetryBase, RetryMax: o.RetryMax, System: o.System,
+		JSONMode: o.JSONMode, AllowInsecureHTTP: o.AllowInsecureHTTP,
 	}
 }

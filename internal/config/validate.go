@@ -183,6 +183,7 @@ func (e *Exec) validate(v *validator, path string) {
 	}
 	v.nonNegative(path+".max_output_bytes", e.MaxOutputBytes)
 	v.nonNegative(path+".max_stderr_bytes", e.MaxStderrBytes)
+	e.ExecSecrets.validate(v, path)
 }
 
 func (o *OpenAI) validate(v *validator, path string) {
@@ -207,6 +208,7 @@ func (o *OpenAI) validate(v *validator, path string) {
 	if o.RetryBase > 0 && o.RetryMax > 0 && o.RetryMax < o.RetryBase {
 		v.add(path+".retry_max", "%s must be at least retry_base %s", o.RetryMax, o.RetryBase)
 	}
+	o.OpenAISafety.validate(v, path, o.BaseURL)
 }
 
 // redactURL hides a password in a URL that carries one.

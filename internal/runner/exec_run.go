@@ -84,7 +84,7 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	case err != nil:
 		return Result{}, fmt.Errorf("exec %s: %w%s", name, err, stderr.suffix())
 	}
-	res, err := ParseOutput(e.role, stdout.buf.Bytes())
+	res, err := ParseOutput(ctx, e.role, stdout.buf.Bytes())
 	if err != nil {
 		return Result{}, fmt.Errorf("exec %s: %w%s", name, err, stderr.suffix())
 	}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/droverhq/drover/internal/prompt"
@@ -27,6 +29,22 @@ const (
 	DefaultOpenAIMaxRetries     = 5
 	DefaultOpenAIRetryBase      = time.Second
 	DefaultOpenAIRetryMax       = time.Minute
+	// DefaultOpenAIMaxConns is the idle connections kept per host when
+	// the worker's concurrency is not known.
+	DefaultOpenAIMaxConns = 16
+)
+
+// JSON modes of an openai runner (OpenAIConfig.JSONMode).
+const (
+	// JSONModeAuto sends response_format {"type":"json_object"}; when the
+	// server answers 400 naming response_format, the call is retried once
+	// without it and the runner never sends it again.
+	JSONModeAuto = "auto"
+	// JSONModeOn always sends response_format; a server that refuses it
+	// fails the call (ErrPermanent).
+	JSONModeOn = "on"
+	// JSONModeOff never sends response_format.
+	JSONModeOff = "off"
 )
 
 // OpenAIConfig configures a runner for an OpenAI-compatible chat
@@ -59,6 +77,19 @@ type OpenAIConfig struct {
 	RetryMax time.Duration
 	// System, when set, is sent as a system message before the prompt.
 	System string
+	// JSONMode asks the server for a JSON object answer: auto (default),
+	// on or off (see JSONModeAuto).
+	JSONMode string
+	// AllowInsecureHTTP lets the API key go to a plain http:// BaseURL
+	// whose host is not a loopback address. Without it such a base URL is
+	// refused when a key is set: the key would cross the network in clear.
+	AllowInsecureHTTP bool
+	// MaxConns is how many idle connections the runner keeps to the
+	// server: the worker's concurrency (default 16).
+	MaxConns int
+	// RoleTimeout, when positive, bounds how long the runner waits for a
+	// response's headers, below RequestTimeout.
+	RoleTimeout time.Duration
 }
 
 // WithDefaults returns c with its zero optional fields set to their defaults.
@@ -82,7 +113,33 @@ func (c OpenAIConfig) WithDefaults() OpenAIConfig {
 	if c.RetryMax == 0 {
 		c.RetryMax = DefaultOpenAIRetryMax
 	}
+	if c.JSONMode == "" {
+		c.JSONMode = JSONModeAuto
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultOpenAIMaxConns
+	}
 	return c
+}
+
+// ErrInsecureHTTP is returned when an API key would be sent over plain
+// HTTP to a host that is not a loopback address.
+var ErrInsecureHTTP = errors.New("refusing to send the API key over plain http to a non-loopback host (set allow_insecure_http: true to allow it)")
+
+// InsecureHTTP reports whether baseURL is a plain http:// URL whose host
+// is not a loopback address (localhost, 127.0.0.0/8, ::1): a key sent
+// there crosses the network in clear.
+func InsecureHTTP(baseURL string) bool {
+	u, err := url.Parse(strings.TrimSpace(baseURL))
+	if err != nil || !strings.EqualFold(u.Scheme, "http") {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // validate checks a config that has had its defaults applied.
@@ -109,6 +166,8 @@ func (c OpenAIConfig) validate() error {
 		return fmt.Errorf("retry_max: %s must be at least retry_base %s", c.RetryMax, c.RetryBase)
 	case strings.ContainsAny(c.APIKeyEnv, "= \t\n"):
 		return fmt.Errorf("api_key_env: %q is not an environment variable name", c.APIKeyEnv)
+	case c.JSONMode != JSONModeAuto && c.JSONMode != JSONModeOn && c.JSONMode != JSONModeOff:
+		return fmt.Errorf("json_mode: %q: want auto, on or off", c.JSONMode)
 	}
 	return nil
 }
@@ -122,8 +181,9 @@ type openAIOptions struct {
 	sleep     func(ctx context.Context, d time.Duration) error
 }
 
-// WithHTTPClient sets the HTTP client (default: a client of its own that
-// shares http.DefaultTransport). RequestTimeout still bounds each request.
+// WithHTTPClient sets the HTTP client (default: a client with a transport
+// of its own, see newOpenAITransport). RequestTimeout still bounds each
+// request.
 func WithHTTPClient(c *http.Client) OpenAIOption {
 	return func(o *openAIOptions) error {
 		if c == nil {
@@ -164,17 +224,22 @@ func WithSleep(f func(ctx context.Context, d time.Duration) error) OpenAIOption 
 // read from the environment on every call and kept out of its identity,
 // errors and metadata.
 type OpenAI struct {
-	role     subjects.Role
-	cfg      OpenAIConfig
-	prompts  *prompt.Set
-	opts     openAIOptions
-	endpoint string // BaseURL + "/chat/completions"
-	where    string // "model M at URL" (URL redacted) for error messages
-	identity string
+	role      subjects.Role
+	cfg       OpenAIConfig
+	prompts   *prompt.Set
+	opts      openAIOptions
+	transport *http.Transport // the default client's; nil with WithHTTPClient
+	endpoint  string          // BaseURL + "/chat/completions"
+	where     string          // "model M at URL" (URL redacted) for error messages
+	identity  string
+	insecure  bool         // BaseURL is plain http to a non-loopback host
+	noFormat  *atomic.Bool // the server refused response_format (JSONModeAuto)
 }
 
 // NewOpenAI returns a runner for role. A nil prompts uses prompt.Defaults().
-// It reports a bad config naming the field.
+// It reports a bad config naming the field, and refuses a plain http://
+// base URL to a non-loopback host when the API key is set, unless
+// AllowInsecureHTTP. Close releases its idle connections.
 func NewOpenAI(role subjects.Role, cfg OpenAIConfig, prompts *prompt.Set, opts ...OpenAIOption) (*OpenAI, error) {
 	if !role.Valid() {
 		return nil, fmt.Errorf("openai: unknown role %q", role)
@@ -186,12 +251,20 @@ func NewOpenAI(role subjects.Role, cfg OpenAIConfig, prompts *prompt.Set, opts .
 	if prompts == nil {
 		prompts = prompt.Defaults()
 	}
-	o := &OpenAI{role: role, cfg: cfg, prompts: prompts, endpoint: cfg.BaseURL + "/chat/completions"}
-	o.opts = openAIOptions{client: &http.Client{}, lookupEnv: os.LookupEnv, sleep: wait}
+	o := &OpenAI{role: role, cfg: cfg, prompts: prompts, endpoint: cfg.BaseURL + "/chat/completions", noFormat: new(atomic.Bool)}
+	o.opts = openAIOptions{lookupEnv: os.LookupEnv, sleep: wait}
 	for _, opt := range opts {
 		if err := opt(&o.opts); err != nil {
 			return nil, fmt.Errorf("%s: openai: %w", role, err)
 		}
+	}
+	if o.opts.client == nil {
+		o.transport = newOpenAITransport(cfg)
+		o.opts.client = &http.Client{Transport: o.transport}
+	}
+	o.insecure = InsecureHTTP(cfg.BaseURL) && !cfg.AllowInsecureHTTP
+	if key, _ := o.apiKey(); key != "" && o.insecure {
+		return nil, fmt.Errorf("%s: openai: base_url: %w", role, ErrInsecureHTTP)
 	}
 	u, _ := url.Parse(cfg.BaseURL) // validated above
 	o.where = fmt.Sprintf("model %s at %s", cfg.Model, u.Redacted())
@@ -209,17 +282,58 @@ func openAIIdentity(cfg OpenAIConfig, promptHash string) string {
 		MaxTokens   int      `json:"max_tokens"`
 		System      string   `json:"system"`
 		Prompt      string   `json:"prompt"`
-	}{cfg.BaseURL, cfg.Model, cfg.Temperature, cfg.MaxTokens, cfg.System, promptHash})
+		JSONMode    string   `json:"json_mode"`
+	}{cfg.BaseURL, cfg.Model, cfg.Temperature, cfg.MaxTokens, cfg.System, promptHash, cfg.JSONMode})
 	// validate rejects NaN and Inf; the rest are plain values
 	return OpenAIIdentityPrefix + identityHash("openai", b, err)
 }
 
 // Identity implements Runner: "openai/v1:" and a sha256 over the base URL,
-// model, temperature, max tokens, system message and the role's prompt
-// template hash.
+// model, temperature, max tokens, system message, JSON mode and the role's
+// prompt template hash.
 func (o *OpenAI) Identity() string { return o.identity }
 
 // errorf prefixes an error with the role, model and base URL.
 func (o *OpenAI) errorf(format string, args ...any) error {
 	return fmt.Errorf("%s: openai %s: "+format, append([]any{o.role, o.where}, args...)...)
+}
+
+// Close releases the runner's idle connections. The runner still works
+// after Close (a new call opens a new connection).
+func (o *OpenAI) Close() error {
+	if o.transport != nil {
+		o.transport.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Timeouts of the openai runner's own transport.
+const (
+	openAIDialTimeout     = 30 * time.Second
+	openAITLSTimeout      = 10 * time.Second
+	openAIIdleConnTimeout = 90 * time.Second
+)
+
+// newOpenAITransport is a transport of the runner's own, not
+// http.DefaultTransport: MaxConns idle connections per host, bounded dial
+// and TLS handshake, response headers awaited at most RequestTimeout (or
+// RoleTimeout when shorter), idle connections closed after 90s. Proxies
+// come from the environment, as with the default transport.
+func newOpenAITransport(cfg OpenAIConfig) *http.Transport {
+	header := cfg.RequestTimeout
+	if cfg.RoleTimeout > 0 && cfg.RoleTimeout < header {
+		header = cfg.RoleTimeout
+	}
+	dialer := &net.Dialer{Timeout: openAIDialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          2 * cfg.MaxConns,
+		MaxIdleConnsPerHost:   cfg.MaxConns,
+		IdleConnTimeout:       openAIIdleConnTimeout,
+		TLSHandshakeTimeout:   openAITLSTimeout,
+		ResponseHeaderTimeout: header,
+		ExpectContinueTimeout: time.Second,
+	}
 }

@@ -15,6 +15,22 @@ import (
 // maxOpenAIResponse bounds a successful response body.
 const maxOpenAIResponse = 8 << 20
 
+// maxMetaBytes bounds each string the runner keeps from a response in
+// Result.Metadata (model, id): the server is not trusted to keep them
+// short.
+const maxMetaBytes = 256
+
+// errFormatRefused marks a 400 answer that names response_format: the
+// server does not support JSON mode.
+var errFormatRefused = errors.New("server refused response_format")
+
+// jsonObjectFormat is the response_format of JSON mode.
+var jsonObjectFormat = &responseFormat{Type: "json_object"}
+
+type responseFormat struct {
+	Type string `json:"type"`
+}
+
 // chatMessage, chatRequest and chatResponse are the parts of the chat
 // completions wire format the runner uses.
 type chatMessage struct {
@@ -27,9 +43,12 @@ type chatRequest struct {
 	Messages    []chatMessage `json:"messages"`
 	Temperature *float64      `json:"temperature,omitempty"`
 	MaxTokens   int           `json:"max_tokens,omitempty"`
+	// ResponseFormat asks for a JSON object answer (JSON mode).
+	ResponseFormat *responseFormat `json:"response_format,omitempty"`
 }
 
 type chatResponse struct {
+	ID      string `json:"id"`
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
@@ -63,21 +82,38 @@ type failure struct {
 // ctx does), and validates the reply with ParseOutput. Other 4xx statuses
 // and prompt errors wrap ErrPermanent; a malformed or empty reply, an
 // unparseable output and running out of retries do not, so the pipeline
-// retries the task. Metadata records "model", "usage" and "retries".
+// retries the task. In JSON mode auto, a 400 that names response_format
+// is retried once without it, and the runner stops sending it. A key is
+// never sent over plain http to a non-loopback host unless
+// AllowInsecureHTTP (ErrInsecureHTTP, permanent). Metadata records
+// "model", "id" (each cut to 256 bytes), "usage" and "retries".
 func (o *OpenAI) Run(ctx context.Context, req Request) (Result, error) {
 	if req.Role != o.role {
 		return Result{}, o.errorf("%w: runner for %s got a %q request", ErrPermanent, o.role, req.Role)
 	}
-	body, err := o.requestBody(req)
-	if err != nil {
-		return Result{}, err
-	}
 	key, keySet := o.apiKey()
-	raw, retries, err := o.post(ctx, body, key, keySet, req.TraceParent)
+	if key != "" && o.insecure {
+		return Result{}, o.errorf("%w: %w", ErrPermanent, ErrInsecureHTTP)
+	}
+	format := o.cfg.JSONMode == JSONModeOn || (o.cfg.JSONMode == JSONModeAuto && !o.noFormat.Load())
+	body, err := o.requestBody(req, format)
 	if err != nil {
 		return Result{}, err
 	}
-	return o.result(raw, retries, key)
+	raw, retries, err := o.post(ctx, body, key, keySet, req.TraceParent)
+	if err != nil && format && o.cfg.JSONMode == JSONModeAuto && errors.Is(err, errFormatRefused) {
+		o.noFormat.Store(true) // remembered: this server does not take it
+		if body, err = o.requestBody(req, false); err != nil {
+			return Result{}, err
+		}
+		var more int
+		raw, more, err = o.post(ctx, body, key, keySet, req.TraceParent)
+		retries += more + 1
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return o.result(ctx, raw, retries, key)
 }
 
 // apiKey reads the key from the configured environment variable, trimming
@@ -87,8 +123,9 @@ func (o *OpenAI) apiKey() (key string, set bool) {
 	return strings.TrimSpace(v), ok
 }
 
-// requestBody renders the prompt and encodes the chat completions request.
-func (o *OpenAI) requestBody(req Request) ([]byte, error) {
+// requestBody renders the prompt and encodes the chat completions request,
+// in JSON mode when format is set.
+func (o *OpenAI) requestBody(req Request, format bool) ([]byte, error) {
 	text, err := o.prompts.Render(o.role, promptData(req))
 	if err != nil {
 		return nil, o.errorf("%w: render prompt: %v", ErrPermanent, err)
@@ -98,9 +135,11 @@ func (o *OpenAI) requestBody(req Request) ([]byte, error) {
 		msgs = append(msgs, chatMessage{Role: "system", Content: o.cfg.System})
 	}
 	msgs = append(msgs, chatMessage{Role: "user", Content: text})
-	b, err := json.Marshal(chatRequest{
-		Model: o.cfg.Model, Messages: msgs, Temperature: o.cfg.Temperature, MaxTokens: o.cfg.MaxTokens,
-	})
+	cr := chatRequest{Model: o.cfg.Model, Messages: msgs, Temperature: o.cfg.Temperature, MaxTokens: o.cfg.MaxTokens}
+	if format {
+		cr.ResponseFormat = jsonObjectFormat
+	}
+	b, err := json.Marshal(cr)
 	if err != nil {
 		return nil, o.errorf("%w: encode request: %v", ErrPermanent, err)
 	}
@@ -162,7 +201,12 @@ func (o *OpenAI) attempt(ctx context.Context, body []byte, key string, keySet bo
 		}
 		return raw, nil
 	}
-	return nil, o.statusFailure(resp, excerpt(resp.Body, key), keySet, key != "")
+	errBody, _ := io.ReadAll(io.LimitReader(resp.Body, excerptRead)) // a partial body still helps
+	f := o.statusFailure(resp, excerpt(bytes.NewReader(errBody), key), keySet, key != "")
+	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(errBody, []byte("response_format")) {
+		f.err = fmt.Errorf("%w: %w", errFormatRefused, f.err)
+	}
+	return nil, f
 }
 
 // transportFailure classifies an error from sending a request or reading
@@ -179,7 +223,7 @@ func (o *OpenAI) transportFailure(ctx context.Context, err error) *failure {
 }
 
 // result decodes a successful response and validates its content.
-func (o *OpenAI) result(raw []byte, retries int, key string) (Result, error) {
+func (o *OpenAI) result(ctx context.Context, raw []byte, retries int, key string) (Result, error) {
 	var resp chatResponse
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return Result{}, o.errorf("malformed response: %v: %s", err, excerpt(bytes.NewReader(raw), key))
@@ -194,7 +238,7 @@ func (o *OpenAI) result(raw []byte, retries int, key string) (Result, error) {
 		}
 		return Result{}, o.errorf("response has empty content (finish_reason %q)", choice.FinishReason)
 	}
-	res, err := ParseOutput(o.role, []byte(*choice.Message.Content))
+	res, err := ParseOutput(ctx, o.role, []byte(*choice.Message.Content))
 	if err != nil {
 		if choice.FinishReason == "length" {
 			return Result{}, o.errorf("output cut off at max_tokens %d: %w", o.cfg.MaxTokens, err)
@@ -206,11 +250,24 @@ func (o *OpenAI) result(raw []byte, retries int, key string) (Result, error) {
 	}
 	res.Metadata["model"] = o.cfg.Model
 	if resp.Model != "" {
-		res.Metadata["model"] = resp.Model
+		res.Metadata["model"] = clipMeta(resp.Model)
+	}
+	if resp.ID != "" {
+		res.Metadata["id"] = clipMeta(resp.ID)
 	}
 	if resp.Usage != nil {
 		res.Metadata["usage"] = *resp.Usage
 	}
 	res.Metadata["retries"] = retries
 	return res, nil
+}
+
+// clipMeta cuts a string from the server to maxMetaBytes at a rune
+// boundary, as valid UTF-8, marking the cut.
+func clipMeta(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxMetaBytes {
+		return s
+	}
+	return cutRunes(s, maxMetaBytes) + "…[truncated]"
 }

@@ -135,6 +135,7 @@ func TestNewOpenAIValidation(t *testing.T) {
 		{"negative timeout", func(c *OpenAIConfig) { c.RequestTimeout = -time.Second }, "request_timeout"},
 		{"max under base", func(c *OpenAIConfig) { c.RetryBase, c.RetryMax = time.Minute, time.Second }, "retry_max: 1s"},
 		{"bad env name", func(c *OpenAIConfig) { c.APIKeyEnv = "A=B" }, "api_key_env"},
+		{"bad json mode", func(c *OpenAIConfig) { c.JSONMode = "yes" }, `json_mode: "yes"`},
 	} {
 		cfg := ok
 		tc.edit(&cfg)
@@ -156,5 +157,6 @@ func TestNewOpenAIValidation(t *testing.T) {
 		BaseURL: ok.BaseURL, Model: "llama3", APIKeyEnv: DefaultOpenAIKeyEnv,
 		RequestTimeout: DefaultOpenAIRequestTimeout, MaxRetries: DefaultOpenAIMaxRetries,
 		RetryBase: DefaultOpenAIRetryBase, RetryMax: DefaultOpenAIRetryMax,
+		JSONMode: JSONModeAuto, MaxConns: DefaultOpenAIMaxConns,
 	}, o.cfg)
 }

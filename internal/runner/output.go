@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,10 +12,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// maxObjectScans bounds how many '{' ParseOutput tries as the start of an
-// embedded JSON object, so pathological output cannot make it quadratic.
-const maxObjectScans = 256
-
 // maxReasoningBytes bounds Result.Reasoning: it is written into audit
 // events and task state inline, never offloaded to a blob. The full text
 // stays in Output.
@@ -23,9 +20,11 @@ const maxReasoningBytes = 16 << 10
 // ParseOutput turns a runner's raw output into a validated Result. What
 // each role must return:
 //
-//   - planner: a JSON object with a non-empty "plan" string ("steps", an
-//     array of strings, optional), or plain text taken as the plan.
-//     Action "plan".
+//   - planner: a JSON object with a non-empty "plan": a string, or a list
+//     of steps (strings, or objects with a "text", "step" or "description"
+//     string) joined as a numbered list ("steps", an array of strings,
+//     optional; a list plan fills it when absent), or plain text taken as
+//     the plan. Action "plan".
 //   - implementer: a JSON object (kept as is; {"change","files","notes"}
 //     by convention), or plain text taken as {"change": text}. Action
 //     "change".
@@ -35,48 +34,108 @@ const maxReasoningBytes = 16 << 10
 //     else is an error, never a silent approval.
 //
 // Since models wrap JSON in markdown fences or prose, an object inside a
-// ```json fence or embedded in text is found too: the first one that parses
-// and has the role's key ("plan", "change" or "verdict"). Empty output is
-// an error. Errors are not ErrPermanent: the role is retried.
-func ParseOutput(role subjects.Role, out []byte) (Result, error) {
+// ```json fence or embedded in text is found too: the last top-level
+// object (one not nested in another) that parses and has the role's key
+// ("plan", "change" or "verdict"). An object quoted earlier in the text,
+// or inside a string of the answer (a rejection's feedback quoting
+// {"verdict":"approve"}), never wins over the final answer. The scan is
+// one linear pass over the output (see scanObjects) and stops with ctx's
+// error when ctx ends. Empty output is an error. Errors are not
+// ErrPermanent: the role is retried.
+func ParseOutput(ctx context.Context, role subjects.Role, out []byte) (Result, error) {
 	text := bytes.TrimSpace(out)
 	if len(text) == 0 {
 		return Result{}, fmt.Errorf("%s: output is empty", role)
 	}
 	switch role {
 	case subjects.RolePlanner:
-		return parsePlan(text)
+		return parsePlan(ctx, text)
 	case subjects.RoleImplementer:
-		return parseChange(text)
+		return parseChange(ctx, text)
 	case subjects.RoleJudge:
-		return parseVerdict(text)
+		return parseVerdict(ctx, text)
 	}
 	return Result{}, fmt.Errorf("%w: unknown role %q", ErrPermanent, role)
 }
 
-func parsePlan(text []byte) (Result, error) {
-	obj, raw, err := findObject(text, "plan")
+func parsePlan(ctx context.Context, text []byte) (Result, error) {
+	obj, raw, err := findObject(ctx, text, "plan")
 	if err != nil {
 		return Result{}, fmt.Errorf("planner: %w", err)
 	}
 	if obj == nil {
 		return textResult("plan", ActionPlan, text), nil
 	}
-	var plan struct {
-		Plan  *string  `json:"plan"`
-		Steps []string `json:"steps"`
+	var steps []string
+	if s, ok := obj["steps"]; ok {
+		if err := json.Unmarshal(s, &steps); err != nil {
+			return Result{}, fmt.Errorf("planner: output %.80q: \"steps\": %w", text, err)
+		}
 	}
-	if err := json.Unmarshal(raw, &plan); err != nil {
+	plan, list, err := planText(obj["plan"])
+	if err != nil {
 		return Result{}, fmt.Errorf("planner: output %.80q: %w", text, err)
 	}
-	if plan.Plan == nil || strings.TrimSpace(*plan.Plan) == "" {
+	if strings.TrimSpace(plan) == "" {
 		return Result{}, fmt.Errorf("planner: output has no non-empty \"plan\": %.80q", text)
 	}
-	return Result{Output: compact(raw), Action: ActionPlan, Reasoning: clip(*plan.Plan)}, nil
+	if list == nil {
+		return Result{Output: compact(raw), Action: ActionPlan, Reasoning: clip(plan)}, nil
+	}
+	obj["plan"] = mustMarshal(plan)
+	if _, ok := obj["steps"]; !ok {
+		obj["steps"] = mustMarshal(list)
+	}
+	return Result{Output: mustMarshal(obj), Action: ActionPlan, Reasoning: clip(plan)}, nil
 }
 
-func parseChange(text []byte) (Result, error) {
-	obj, raw, err := findObject(text, "change")
+// planText reads a plan: a string, or a list of steps joined as a
+// numbered list (list is then the steps' texts).
+func planText(raw json.RawMessage) (plan string, list []string, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil, nil
+	}
+	if json.Unmarshal(raw, &plan) == nil {
+		return plan, nil, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return "", nil, errors.New(`"plan" is neither a string nor a list of steps`)
+	}
+	list = make([]string, 0, len(items))
+	var b strings.Builder
+	for i, it := range items {
+		s, ok := stepText(it)
+		if !ok {
+			return "", nil, fmt.Errorf(`"plan"[%d]: a step is a string or an object with a "text", "step" or "description" string`, i)
+		}
+		list = append(list, s)
+		fmt.Fprintf(&b, "%d. %s\n", i+1, s)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), list, nil
+}
+
+// stepText reads one step of a list plan.
+func stepText(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		s = strings.TrimSpace(s)
+		return s, s != ""
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return "", false
+	}
+	for _, k := range []string{"text", "step", "description"} {
+		if json.Unmarshal(obj[k], &s) == nil && strings.TrimSpace(s) != "" {
+			return strings.TrimSpace(s), true
+		}
+	}
+	return "", false
+}
+
+func parseChange(ctx context.Context, text []byte) (Result, error) {
+	obj, raw, err := findObject(ctx, text, "change")
 	if err != nil {
 		return Result{}, fmt.Errorf("implementer: %w", err)
 	}
@@ -88,8 +147,11 @@ func parseChange(text []byte) (Result, error) {
 	return Result{Output: compact(raw), Action: ActionChange, Reasoning: clip(reasoning)}, nil
 }
 
-func parseVerdict(text []byte) (Result, error) {
-	obj, _, err := findObject(text, "verdict")
+func parseVerdict(ctx context.Context, text []byte) (Result, error) {
+	obj, _, err := findObject(ctx, text, "verdict")
+	if err != nil && ctx.Err() != nil {
+		return Result{}, fmt.Errorf("judge: %w", err)
+	}
 	if err == nil && obj != nil {
 		var res Result
 		if res, err = verdictResult(obj); err == nil {
@@ -133,10 +195,14 @@ func reasons(raw json.RawMessage) string {
 }
 
 // findObject returns the JSON object text holds and its raw bytes. When the
-// whole of text is JSON it must be an object (else an error). Otherwise the
-// first object in a ```json fence or embedded in prose that has key is
-// returned. A nil object with a nil error means text is plain text.
-func findObject(text []byte, key string) (map[string]json.RawMessage, []byte, error) {
+// whole of text is JSON it must be an object (else an error). Otherwise it
+// is the last top-level object in text (in a ```json fence or embedded in
+// prose) that parses and has key; an object that parses without key is
+// skipped whole (a match is never nested), and a candidate that does not
+// parse is searched for objects inside it, last first. A nil object with
+// a nil error means text is plain text. The work is linear in len(text):
+// one scan, then decodes of at most decodeBudget(len(text)) bytes.
+func findObject(ctx context.Context, text []byte, key string) (map[string]json.RawMessage, []byte, error) {
 	if json.Valid(text) {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(text, &obj); err != nil || obj == nil {
@@ -144,25 +210,43 @@ func findObject(text []byte, key string) (map[string]json.RawMessage, []byte, er
 		}
 		return obj, text, nil
 	}
-	scans := 0
-	for i := 0; i < len(text) && scans < maxObjectScans; i++ {
-		if text[i] != '{' {
-			continue
+	spans, err := scanObjects(ctx, text)
+	if err != nil {
+		return nil, nil, err
+	}
+	budget := decodeBudget(len(text))
+	quoted := []byte(`"` + key + `"`)
+	stack := spans.roots() // the last on top
+	for len(stack) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, fmt.Errorf("parse output: %w", err)
 		}
-		scans++
-		dec := json.NewDecoder(bytes.NewReader(text[i:]))
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		s := spans[i]
+		if budget -= s.end - s.start; budget < 0 {
+			break
+		}
+		raw := text[s.start:s.end]
+		if !bytes.Contains(raw, quoted) && !bytes.Contains(raw, []byte(`\u`)) {
+			continue // neither it nor anything inside it has key
+		}
 		var obj map[string]json.RawMessage
-		if dec.Decode(&obj) != nil {
+		if json.Unmarshal(raw, &obj) != nil {
+			stack = append(stack, spans.children(i)...)
 			continue
 		}
-		raw := text[i : i+int(dec.InputOffset())]
 		if _, ok := obj[key]; ok {
 			return obj, raw, nil
 		}
-		i += len(raw) - 1 // skip the object: a match is never nested
 	}
 	return nil, nil, nil
 }
+
+// decodeBudget bounds the bytes findObject decodes for n bytes of output:
+// every top-level candidate once, and a few levels of the candidates
+// inside those that do not parse.
+func decodeBudget(n int) int { return 4*n + 4<<10 }
 
 // textResult wraps plain text as {key: text}.
 func textResult(key, action string, text []byte) Result {

@@ -1,5 +1,6 @@
 // Package runner defines how a role is executed: the Runner interface, the
-// middlewares that wrap every role call (timeout, panic recovery), and the
+// middlewares that wrap every role call (timeout, panic recovery,
+// redaction of secrets), and the
 // runners: the built-in sim, exec (any agent CLI as a subprocess) and openai
 // (an OpenAI-compatible HTTP endpoint). A runner plugs in without touching
 // the pipeline.

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -53,18 +54,21 @@ func newOTLP(ctx context.Context, s settings) (*otlpTracer, error) {
 	}
 	exp := s.exporter
 	if exp == nil {
+		// The endpoint's credentials (userinfo, ?token=) never reach an
+		// error or the log.
+		secrets := redact.New(redact.URLSecrets(s.endpoint)...)
 		opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(s.endpoint)}
 		if s.useJSON {
 			opts = append(opts, otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON))
 		}
 		var err error
 		if exp, err = otlptracehttp.New(ctx, opts...); err != nil {
-			return nil, fmt.Errorf("tracing: OTLP exporter for %s: %w", s.endpoint, err)
+			return nil, fmt.Errorf("tracing: OTLP exporter for %s: %w", redact.URL(s.endpoint), secrets.Error(err))
 		}
 		// Export errors would go to the standard logger; send them to
 		// the worker's log instead (the handler is process-wide).
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-			log.Warn("tracing: export failed", "endpoint", s.endpoint, "err", err)
+			log.Warn("tracing: export failed", "endpoint", redact.URL(s.endpoint), "err", secrets.Error(err))
 		}))
 	}
 	attrs := []attribute.KeyValue{attribute.String("service.name", DefaultServiceName)}

@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // DefaultServiceName is the service.name of Drover's spans unless
@@ -117,7 +118,7 @@ func endpointOf(explicit string, getenv func(string) string) (string, error) {
 	}
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%s %q: want an http:// or https:// URL such as http://127.0.0.1:4318", name, v)
+		return "", fmt.Errorf("%s %q: want an http:// or https:// URL such as http://127.0.0.1:4318", name, redact.URL(v))
 	}
 	if base {
 		u.Path = path.Join("/", u.Path, "v1/traces")
