@@ -59,6 +59,13 @@ func (p *Pool) Free() int {
 	return p.size - p.used
 }
 
+// Waiting is the number of callers waiting for a slot.
+func (p *Pool) Waiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.waiters)
+}
+
 // Acquire takes one slot, waiting in line until one is free or ctx is done.
 func (p *Pool) Acquire(ctx context.Context) error { return p.acquire(ctx, false) }
 
