@@ -39,15 +39,15 @@ type Config struct {
 	// 30s, max deliver 5, max ack pending 1000). An existing consumer's
 	// settings win unless Consumer.Reconcile is set; the task consumers
 	// and the pipeline run with the consumer's actual ones.
-	Consumer broker.ConsumerSettings
-	Streams     broker.Settings         // duplicate window 2m, cache TTL 24h, replicas 1
-	Grace       time.Duration           // default 30s
-	FetchWait   time.Duration           // default 5s
-	Watchdog    time.Duration           // stalled-queue check interval, default 30s
-	Pipeline    pipeline.Config         // role timeout 30m, retry 1s..1m
-	Runners     runner.Set              // default: the sim runner for every role
-	Lessons     pipeline.Lessons        // records and recalls lessons (default: the DROVER_LESSONS stream)
-	Log         *slog.Logger
+	Consumer  broker.ConsumerSettings
+	Streams   broker.Settings  // duplicate window 2m, cache TTL 24h, replicas 1
+	Grace     time.Duration    // default 30s
+	FetchWait time.Duration    // default 5s
+	Watchdog  time.Duration    // stalled-queue check interval, default 30s
+	Pipeline  pipeline.Config  // role timeout 30m, retry 1s..1m
+	Runners   runner.Set       // default: the sim runner for every role
+	Lessons   pipeline.Lessons // records and recalls lessons (default: the DROVER_LESSONS stream)
+	Log       *slog.Logger
 	// Metrics receives the pipeline's events (nil: none). When it also
 	// implements consumers.Metrics, as ops.Metrics does, the task
 	// consumers report to it too.
