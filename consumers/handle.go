@@ -2,28 +2,37 @@ package consumers
 
 import (
 	"context"
-	"sync"
+	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/droverhq/drover/internal/pipeline"
 )
 
-// Stats counts what the consumer's watchdog needs and reports; what is
-// done with each message goes to Metrics.
+// Stats is a snapshot of a consumer's counters; what is done with each
+// message goes to Metrics.
 type Stats struct {
 	// Fetched counts messages started; the watchdog watches it move.
-	Fetched atomic.Int64
+	Fetched int64
 	// WatchdogStalls counts stalls the watchdog repaired.
-	WatchdogStalls atomic.Int64
+	WatchdogStalls int64
+	// Panics counts messages whose handling panicked.
+	Panics int64
+}
+
+type counters struct {
+	fetched, stalls, panics atomic.Int64
 }
 
 // Stats returns the consumer's counters.
-func (c *TaskConsumer) Stats() *Stats { return &c.stats }
+func (c *TaskConsumer) Stats() Stats {
+	return Stats{Fetched: c.stats.fetched.Load(), WatchdogStalls: c.stats.stalls.Load(), Panics: c.stats.panics.Load()}
+}
 
-// handle runs one message and applies the pipeline's decision to it.
+// handle runs one message and applies the handler's decision to it. A panic
+// in the handler is recovered: the message is retried with a nak, and once
+// its deliveries are spent the task is failed (see panicked).
 func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 	md, err := msg.Metadata()
 	if err != nil { // not a JetStream message: nothing to ack
@@ -37,34 +46,36 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 	defer c.cfg.Metrics.InFlight(-1)
 	ctx, cancel := context.WithCancelCause(workCtx)
 	defer cancel(nil)
-	hb := c.heartbeat(ctx, cancel, msg)
-	out := c.h.Handle(ctx, pipeline.Delivery{
+	set := c.Settings()
+	hb := c.heartbeat(ctx, cancel, msg, set.AckWait)
+	d := Delivery{
 		Queue:        c.cfg.Queue,
 		Body:         msg.Data(),
 		Header:       msg.Headers(),
 		StreamSeq:    md.Sequence.Stream,
 		NumDelivered: md.NumDelivered,
+		MaxDeliver:   set.MaxDeliver,
 		Timestamp:    md.Timestamp,
 		Stale:        hb.stale,
-	})
-	if stale := hb.stop(); stale && out.Action == pipeline.Nak {
-		// Not heard from for a whole ack wait: the message may be another
-		// delivery's now, and a nak would hand it back under its new owner.
-		out = pipeline.Outcome{Action: pipeline.Abandon, Err: pipeline.ErrClaimLost}
 	}
+	out, perr := guard(func() Outcome { return c.h.Handle(ctx, d) })
+	if perr != nil {
+		out = c.panicked(ctx, d, perr, hb.stale())
+	}
+	out = settle(out, hb.stop(), workCtx.Err() != nil)
 	c.cfg.Metrics.Settled(out.Action.String())
 	switch out.Action {
-	case pipeline.Ack:
+	case Ack:
 		err = msg.Ack()
-	case pipeline.Term:
+	case Term:
 		err = msg.TermWithReason(string(out.Reason))
-	case pipeline.Nak:
-		if workCtx.Err() != nil || out.Delay <= 0 {
-			err = msg.Nak() // stopping: hand it back at once
-		} else {
+	case Nak:
+		if out.Delay > 0 {
 			err = msg.NakWithDelay(out.Delay)
+		} else {
+			err = msg.Nak()
 		}
-	case pipeline.Abandon:
+	case Abandon:
 		c.log.Info("claim lost; leaving the message to its new owner", "stream_seq", md.Sequence.Stream, "delivery", md.NumDelivered, "reason", out.Err)
 	}
 	if err != nil {
@@ -72,57 +83,69 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 	}
 }
 
-// beat is a running heartbeat.
-type beat struct {
-	done chan struct{}
-	wg   sync.WaitGroup
-	last atomic.Int64 // unix nanos of the last beat (or the start)
-	wait time.Duration
+// settle decides what is sent for a message from its handler's outcome.
+// A Nak for a claim that went a whole ack wait without a heartbeat becomes
+// Abandon: the message may be another delivery's now, and a nak would hand
+// it back under its new owner. A Nak while the consumer stops is sent at
+// once, so another worker takes the task without waiting.
+func settle(out Outcome, stale, stopping bool) Outcome {
+	if out.Action != Nak {
+		return out
+	}
+	if stale {
+		return Outcome{Action: Abandon, Err: ErrClaimLost}
+	}
+	if stopping || out.Delay < 0 {
+		out.Delay = 0
+	}
+	return out
 }
 
-// stale reports whether the claim went a whole ack wait without a beat.
-func (b *beat) stale() bool { return time.Since(time.Unix(0, b.last.Load())) >= b.wait }
-
-// stop ends the heartbeat and reports whether the claim is stale.
-func (b *beat) stop() bool {
-	close(b.done)
-	b.wg.Wait()
-	return b.stale()
+// PanicError is a panic recovered from a handler, with its stack.
+type PanicError struct {
+	Value any
+	Stack []byte
 }
 
-// heartbeat keeps the claim with in-progress acks at a third of the ack
-// wait. If the worker could not beat for a whole ack wait (it was stopped or
-// starved), the server has handed the message on: the task's context is
-// cancelled with pipeline.ErrClaimLost and no further beat is sent. Time is
-// read when a tick is handled, never from the tick, which may have waited
-// in its channel through a stop.
-func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, msg jetstream.Msg) *beat {
-	b := &beat{done: make(chan struct{}), wait: c.cfg.AckWait}
-	b.last.Store(time.Now().UnixNano())
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		tick := time.NewTicker(b.wait / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-b.done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if b.stale() {
-					cancel(pipeline.ErrClaimLost)
-					return
-				}
-				if err := msg.InProgress(); err != nil {
-					c.log.Warn("heartbeat failed", "err", err)
-					continue
-				}
-				c.cfg.Metrics.Heartbeat()
-				b.last.Store(time.Now().UnixNano())
-			}
+func (e *PanicError) Error() string {
+	const limit = 1 << 10 // the value may carry untrusted text
+	s := fmt.Sprint(e.Value)
+	if len(s) > limit {
+		s = s[:limit] + "...(truncated)"
+	}
+	return "panic: " + s
+}
+
+// guard runs f, turning a panic into a *PanicError.
+func guard(f func() Outcome) (out Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
+	return f(), nil
+}
+
+// backoff is the nak delay after a panic on delivery n.
+func (c *TaskConsumer) backoff(n uint64) time.Duration {
+	d := c.cfg.RetryBase
+	for i := uint64(1); i < n && d < c.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, c.cfg.RetryMax)
+}
+
+// heartbeat starts in-progress acks for msg at a third of ackWait.
+func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, msg jetstream.Msg, ackWait time.Duration) *beat {
+	tick := time.NewTicker(max(ackWait/3, time.Millisecond))
+	b := startBeat(ctx, cancel, ackWait, tick.C, time.Now, func() error {
+		if err := msg.InProgress(); err != nil {
+			c.log.Warn("heartbeat failed", "err", err)
+			return err
+		}
+		c.cfg.Metrics.Heartbeat()
+		return nil
+	})
+	b.onStop = tick.Stop
 	return b
 }

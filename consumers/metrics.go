@@ -14,6 +14,8 @@ type Metrics interface {
 	Settled(action string)
 	// Heartbeat counts an in-progress ack sent for a running task.
 	Heartbeat()
+	// Panicked counts a message whose handling panicked.
+	Panicked()
 }
 
 type nopMetrics struct{}
@@ -23,3 +25,4 @@ func (nopMetrics) InFlight(int)   {}
 func (nopMetrics) Redelivered()   {}
 func (nopMetrics) Settled(string) {}
 func (nopMetrics) Heartbeat()     {}
+func (nopMetrics) Panicked()      {}

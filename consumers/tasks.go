@@ -1,7 +1,11 @@
 // Package consumers holds Drover's task consumer: one durable pull consumer
 // per queue shared by every worker, fetched only for free pool slots, with
 // the ack policy (ack, nak with delay, term, in-progress heartbeats) applied
-// to what the pipeline decides.
+// to what its Handler decides, and a panic boundary around each message.
+//
+// Everything it exports is its own or the wire contract's (package
+// subjects): a program can run tasks through it without Drover's internal
+// packages.
 package consumers
 
 import (
@@ -14,30 +18,38 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/pipeline"
-	"github.com/droverhq/drover/internal/pool"
+	"github.com/droverhq/drover/subjects"
 )
-
-// Handler runs one delivery; *pipeline.Pipeline implements it.
-type Handler interface {
-	Handle(ctx context.Context, d pipeline.Delivery) pipeline.Outcome
-}
 
 // Config holds a task consumer's settings. Zero fields take the defaults.
 type Config struct {
 	// Queue is the queue consumed (required).
 	Queue string
-	// AckWait is the consumer's ack wait; heartbeats go at a third of it
-	// (default 30s).
+	// AckWait is used only when the consumer's own ack wait cannot be read
+	// (default 30s). Heartbeats go at a third of the consumer's actual ack
+	// wait, whatever this worker's flags say.
 	AckWait time.Duration
+	// MaxDeliver is the workers' delivery limit used only when the
+	// consumer has none (default 5); otherwise it is the consumer's max
+	// deliver less one.
+	MaxDeliver int
 	// Grace is how long a stopping consumer lets in-flight tasks finish
 	// before cancelling them and handing them back (default 30s).
 	Grace time.Duration
 	// FetchWait is how long one fetch waits for messages (default 5s).
 	FetchWait time.Duration
-	// Watchdog is how often the watchdog looks for a stalled queue
+	// Watchdog is how often the watchdog reads the consumer's state: it
+	// follows changes of its settings and looks for a stalled queue
 	// (default 30s; negative disables it).
 	Watchdog time.Duration
+	// RetryBase is the nak delay after a handler panicked, doubled per
+	// delivery up to RetryMax (defaults 1s and 1m).
+	RetryBase, RetryMax time.Duration
+	// JetStream and Names are used to copy a request to the DLQ when its
+	// handling panicked through every delivery and the handler could not
+	// fail it (nil JetStream: the message is left unsettled and logged).
+	JetStream jetstream.JetStream
+	Names     subjects.Names
 	// Metrics receives the consumer's events (nil: none recorded).
 	Metrics Metrics
 }
@@ -45,6 +57,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.AckWait <= 0 {
 		c.AckWait = 30 * time.Second
+	}
+	if c.MaxDeliver <= 0 {
+		c.MaxDeliver = 5
 	}
 	if c.Grace <= 0 {
 		c.Grace = 30 * time.Second
@@ -54,6 +69,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Watchdog == 0 {
 		c.Watchdog = 30 * time.Second
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = time.Second
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = time.Minute
 	}
 	if c.Metrics == nil {
 		c.Metrics = nopMetrics{}
@@ -65,17 +86,48 @@ func (c Config) withDefaults() Config {
 // consumer calls it again when its consumer disappears.
 type Ensure func(ctx context.Context) (jetstream.Consumer, error)
 
+// Settings are the consumer's settings this task consumer runs with: the
+// consumer's own, read from the server, which win over the worker's flags.
+type Settings struct {
+	AckWait time.Duration
+	// MaxDeliver is the workers' delivery limit: the consumer's max
+	// deliver less one.
+	MaxDeliver    int
+	MaxAckPending int
+}
+
+// HeartbeatInterval is how often a running task's claim is renewed: a
+// third of the ack wait.
+func (s Settings) HeartbeatInterval() time.Duration { return s.AckWait / 3 }
+
+// settingsOf reads the settings of a consumer's configuration; what it
+// lacks comes from cfg.
+func settingsOf(cc jetstream.ConsumerConfig, cfg Config) Settings {
+	s := Settings{AckWait: cc.AckWait, MaxDeliver: cc.MaxDeliver - 1, MaxAckPending: cc.MaxAckPending}
+	if s.AckWait <= 0 {
+		s.AckWait = cfg.AckWait
+	}
+	switch {
+	case cc.MaxDeliver == 1: // no redelivery at all: the first is the last
+		s.MaxDeliver = 1
+	case cc.MaxDeliver <= 0: // unlimited
+		s.MaxDeliver = cfg.MaxDeliver
+	}
+	return s
+}
+
 // TaskConsumer feeds one queue's tasks to a handler through a pool.
 type TaskConsumer struct {
 	cfg    Config
 	ensure Ensure
-	pool   *pool.Pool
+	pool   *Pool
 	h      Handler
 	log    *slog.Logger
 
 	cons     atomic.Pointer[jetstream.Consumer]
+	settings atomic.Pointer[Settings]
 	fetching atomic.Bool
-	stats    Stats
+	stats    counters
 	// tasks counts this consumer's own tasks: the pool may be shared
 	// with other queues', which this consumer must neither wait for nor
 	// race with. Only Run's goroutine adds to it.
@@ -83,16 +135,39 @@ type TaskConsumer struct {
 }
 
 // New returns a TaskConsumer. The pool bounds how many tasks run at once;
-// several consumers (queues) of a worker may share one pool.
-func New(cfg Config, ensure Ensure, p *pool.Pool, h Handler, log *slog.Logger) *TaskConsumer {
+// several consumers (queues) of a worker may share one.
+func New(cfg Config, ensure Ensure, p *Pool, h Handler, log *slog.Logger) *TaskConsumer {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &TaskConsumer{cfg: cfg.withDefaults(), ensure: ensure, pool: p, h: h, log: log.With("queue", cfg.Queue)}
+	c := &TaskConsumer{cfg: cfg.withDefaults(), ensure: ensure, pool: p, h: h, log: log.With("queue", cfg.Queue)}
+	s := settingsOf(jetstream.ConsumerConfig{}, c.cfg)
+	c.settings.Store(&s)
+	return c
 }
 
 // Fetching reports whether the consume loop is running and fetching.
 func (c *TaskConsumer) Fetching() bool { return c.fetching.Load() }
+
+// Settings returns the consumer settings this task consumer runs with.
+func (c *TaskConsumer) Settings() Settings { return *c.settings.Load() }
+
+// use makes cons the consumer fetched from and follows its settings.
+func (c *TaskConsumer) use(cons jetstream.Consumer) {
+	c.cons.Store(&cons)
+	if info := cons.CachedInfo(); info != nil {
+		c.follow(info.Config)
+	}
+}
+
+// follow runs with the settings of the consumer's configuration cc.
+func (c *TaskConsumer) follow(cc jetstream.ConsumerConfig) {
+	s := settingsOf(cc, c.cfg)
+	if old := c.settings.Swap(&s); *old != s {
+		c.log.Info("running with the consumer's settings", "ack_wait", s.AckWait, "heartbeat", s.HeartbeatInterval(),
+			"max_deliver", s.MaxDeliver, "max_ack_pending", s.MaxAckPending)
+	}
+}
 
 // Run fetches and handles tasks until ctx is done (the soft stop), then
 // lets in-flight tasks finish within the grace period; what is left is
@@ -106,7 +181,7 @@ func (c *TaskConsumer) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	c.cons.Store(&cons)
+	c.use(cons)
 	c.cfg.Metrics.PoolSize(c.pool.Size())
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
@@ -134,17 +209,22 @@ func (c *TaskConsumer) Run(ctx context.Context) error {
 	return nil
 }
 
+// fetchLoop reserves slots and fetches for them until ctx is done. A queue
+// whose last fetch got messages asks for slots as hungry, which makes an
+// idle queue's pending fetch give its slots back.
 func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 	failures := 0
+	hungry := true
 	for ctx.Err() == nil {
-		n, err := c.pool.AcquireFree(ctx)
+		n, err := c.pool.p.Reserve(ctx, hungry)
 		if err != nil {
 			return
 		}
 		got, err := c.fetch(ctx, workCtx, n)
 		for range n - got {
-			c.pool.Release()
+			c.pool.p.Release()
 		}
+		hungry = got > 0
 		if err == nil {
 			failures = 0
 			continue
@@ -153,7 +233,7 @@ func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 		c.log.Warn("fetch failed", "err", err, "failures", failures)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrStreamNotFound) {
 			if cons, eerr := c.ensure(ctx); eerr == nil {
-				c.cons.Store(&cons)
+				c.use(cons)
 				c.log.Info("consumer recreated")
 				continue
 			} else {
@@ -164,27 +244,47 @@ func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 	}
 }
 
-// fetch asks for n messages (n free slots are taken) and starts each one it
-// gets on its slot. It returns how many slots it used.
+// fetch asks for n messages (n slots are reserved) and starts each one it
+// gets on its slot. It returns how many slots it used. When another queue
+// with work waits for slots it only takes what is there now; otherwise it
+// waits up to FetchWait, and gives up waiting as soon as such a queue
+// appears, so an idle queue never keeps slots from a busy one.
 func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
-	fctx, cancel := context.WithTimeout(ctx, c.cfg.FetchWait)
-	defer cancel()
-	batch, err := (*c.cons.Load()).Fetch(n, jetstream.FetchContext(fctx))
+	cons := *c.cons.Load()
+	var (
+		batch jetstream.MessageBatch
+		err   error
+	)
+	if c.pool.p.Contended() {
+		batch, err = cons.FetchNoWait(n)
+	} else {
+		fctx, cancel := context.WithTimeout(ctx, c.cfg.FetchWait)
+		defer cancel()
+		want := c.pool.p.Wanted()
+		go func() {
+			select {
+			case <-want:
+				cancel()
+			case <-fctx.Done():
+			}
+		}()
+		batch, err = cons.Fetch(n, jetstream.FetchContext(fctx))
+	}
 	if err != nil {
 		return 0, err
 	}
 	got := 0
 	for msg := range batch.Messages() {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || got == n {
 			// Stopping: hand it back at once rather than start it.
 			_ = msg.Nak()
-			c.cfg.Metrics.Settled(pipeline.Nak.String())
+			c.cfg.Metrics.Settled(Nak.String())
 			continue
 		}
 		got++
-		c.stats.Fetched.Add(1)
+		c.stats.fetched.Add(1)
 		c.tasks.Add(1)
-		c.pool.Go(func() { defer c.tasks.Done(); c.handle(workCtx, msg) })
+		c.pool.p.Go(func() { defer c.tasks.Done(); c.handle(workCtx, msg) })
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		return got, err

@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// watchdog notices a queue with work that this consumer does not receive.
-// Every interval in which no message arrived while the pool had free slots,
-// it asks the server for the consumer's state:
+// watchdog reads the consumer's state every interval. It follows the
+// consumer's settings (a worker started with --reconcile-consumer may have
+// changed them), and it notices a queue with work that this consumer does
+// not receive: when no message arrived in an interval while the pool had
+// free slots,
 //   - messages pending but none delivered, under max ack pending: the pull
 //     has stalled (a lost consumer, a leader change). The consumer is
 //     re-ensured, which recreates it if it is gone.
@@ -20,28 +22,31 @@ func (c *TaskConsumer) watchdog(ctx context.Context, interval time.Duration) {
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	seen := c.stats.Fetched.Load()
+	seen := c.stats.fetched.Load()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		now := c.stats.Fetched.Load()
+		now := c.stats.fetched.Load()
 		// Slots a pending fetch holds are free for this purpose: only
 		// running tasks make a quiet queue expected.
 		st := c.pool.Stats()
 		idle := now == seen && st.InFlight < int64(st.Size)
 		seen = now
-		if !idle {
-			continue
-		}
 		ictx, cancel := context.WithTimeout(ctx, interval)
 		info, err := (*c.cons.Load()).Info(ictx)
 		cancel()
 		if err != nil {
-			c.log.Warn("watchdog: consumer info failed; re-ensuring the consumer", "err", err)
-			c.reensure(ctx)
+			if idle {
+				c.log.Warn("watchdog: consumer info failed; re-ensuring the consumer", "err", err)
+				c.reensure(ctx)
+			}
+			continue
+		}
+		c.follow(info.Config)
+		if !idle {
 			continue
 		}
 		switch {
@@ -50,7 +55,7 @@ func (c *TaskConsumer) watchdog(ctx context.Context, interval time.Duration) {
 			c.log.Warn("watchdog: max ack pending reached; new tasks wait until running or retrying ones settle (raise --max-ack-pending or lower --retry-backoff-max)",
 				"pending", info.NumPending, "ack_pending", info.NumAckPending, "max_ack_pending", info.Config.MaxAckPending)
 		default:
-			c.stats.WatchdogStalls.Add(1)
+			c.stats.stalls.Add(1)
 			c.log.Warn("watchdog: tasks pending but none delivered; re-ensuring the consumer",
 				"pending", info.NumPending, "ack_pending", info.NumAckPending, "idle_for", interval)
 			c.reensure(ctx)
@@ -64,5 +69,5 @@ func (c *TaskConsumer) reensure(ctx context.Context) {
 		c.log.Warn("watchdog: could not re-ensure the consumer", "err", err)
 		return
 	}
-	c.cons.Store(&cons)
+	c.use(cons)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/runner"
@@ -20,11 +21,14 @@ import (
 // message and count nothing else.
 type settleLog struct{ settled chan string }
 
+var _ consumers.Metrics = (*settleLog)(nil)
+
 func (s *settleLog) Settled(action string)                                      { s.settled <- action }
 func (s *settleLog) PoolSize(int)                                               {}
 func (s *settleLog) InFlight(int)                                               {}
 func (s *settleLog) Redelivered()                                               {}
 func (s *settleLog) Heartbeat()                                                 {}
+func (s *settleLog) Panicked()                                                  {}
 func (s *settleLog) RoleDone(subjects.Role, string, bool, time.Duration, error) {}
 func (s *settleLog) TaskDone(subjects.EventType)                                {}
 func (s *settleLog) CachePutFailed()                                            {}

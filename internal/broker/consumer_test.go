@@ -37,17 +37,85 @@ func TestEnsureConsumer(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, logs.String())
 
-	// Different flags update the consumer and log the change.
+	// Different flags do not change it: the consumer's settings win, and
+	// the difference is logged with both values.
 	c, err = EnsureConsumer(ctx, js, names, "default", ConsumerSettings{AckWait: 10 * time.Second, MaxDeliver: 3}, log)
 	require.NoError(t, err)
 	info, err := c.Info(ctx)
 	require.NoError(t, err)
+	require.Equal(t, 30*time.Second, info.Config.AckWait)
+	require.Equal(t, 6, info.Config.MaxDeliver)
+	require.Equal(t, 30*time.Second, c.CachedInfo().Config.AckWait, "the cached info holds the settings in force")
+	require.Contains(t, logs.String(), "level=WARN")
+	require.Contains(t, logs.String(), "ack_wait.consumer=30s ack_wait.flag=10s")
+	require.Contains(t, logs.String(), "max_deliver.consumer=5 max_deliver.flag=3")
+	require.NotContains(t, logs.String(), "consumer settings changed")
+
+	// With Reconcile the flags are written and each change logged.
+	logs.Reset()
+	c, err = EnsureConsumer(ctx, js, names, "default", ConsumerSettings{AckWait: 10 * time.Second, MaxDeliver: 3, Reconcile: true}, log)
+	require.NoError(t, err)
+	info, err = c.Info(ctx)
+	require.NoError(t, err)
 	require.Equal(t, 10*time.Second, info.Config.AckWait)
 	require.Equal(t, 4, info.Config.MaxDeliver)
 	require.Equal(t, 1000, info.Config.MaxAckPending)
+	require.Equal(t, 10*time.Second, c.CachedInfo().Config.AckWait)
 	require.Contains(t, logs.String(), "ack_wait.old=30s ack_wait.new=10s")
-	require.Contains(t, logs.String(), "max_deliver.old=6 max_deliver.new=4")
+	require.Contains(t, logs.String(), "max_deliver.old=5 max_deliver.new=3")
 	require.NotContains(t, logs.String(), "max_ack_pending")
+	require.NotContains(t, logs.String(), "level=WARN")
+}
+
+// planConsumer: the consumer's own settings win over a worker's flags
+// unless it reconciles; the contract's filter and no-backoff always win.
+func TestPlanConsumer(t *testing.T) {
+	t.Parallel()
+	base := jetstream.ConsumerConfig{Durable: "drover-q", FilterSubject: "drover.tasks.q", AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait: 30 * time.Second, MaxDeliver: 6, MaxAckPending: 1000}
+	with := func(f func(*jetstream.ConsumerConfig)) jetstream.ConsumerConfig { c := base; f(&c); return c }
+	tests := []struct {
+		name      string
+		cur, want jetstream.ConsumerConfig
+		reconcile bool
+		changes   []string
+		kept      []settingDiff
+		update    jetstream.ConsumerConfig
+	}{
+		{name: "same", cur: base, want: base, update: base},
+		{name: "same, reconcile", cur: base, want: base, reconcile: true, update: base},
+		{name: "ack wait differs: kept", cur: base, want: with(func(c *jetstream.ConsumerConfig) { c.AckWait = 3 * time.Second }),
+			kept: []settingDiff{{"ack_wait", 30 * time.Second, 3 * time.Second}}, update: base},
+		{name: "all three differ: kept", cur: base,
+			want:   with(func(c *jetstream.ConsumerConfig) { c.AckWait, c.MaxDeliver, c.MaxAckPending = time.Minute, 3, 50 }),
+			kept:   []settingDiff{{"ack_wait", 30 * time.Second, time.Minute}, {"max_deliver", 5, 2}, {"max_ack_pending", 1000, 50}},
+			update: base},
+		{name: "all three differ: reconciled", cur: base, reconcile: true,
+			want:    with(func(c *jetstream.ConsumerConfig) { c.AckWait, c.MaxDeliver, c.MaxAckPending = time.Minute, 3, 50 }),
+			changes: []string{"ack_wait", "max_deliver", "max_ack_pending"},
+			update:  with(func(c *jetstream.ConsumerConfig) { c.AckWait, c.MaxDeliver, c.MaxAckPending = time.Minute, 3, 50 })},
+		{name: "filter and backoff restored without reconcile",
+			cur: with(func(c *jetstream.ConsumerConfig) {
+				c.FilterSubject, c.BackOff = "drover.tasks.>", []time.Duration{time.Second}
+			}),
+			want:    with(func(c *jetstream.ConsumerConfig) { c.AckWait = time.Minute }),
+			changes: []string{"filter_subject", "backoff"},
+			kept:    []settingDiff{{"ack_wait", 30 * time.Second, time.Minute}},
+			update:  base},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			pl := planConsumer(tt.cur, tt.want, tt.reconcile)
+			var changed []string
+			for _, d := range pl.changes {
+				changed = append(changed, d.setting)
+			}
+			require.Equal(t, tt.changes, changed)
+			require.Equal(t, tt.kept, pl.kept)
+			require.Equal(t, tt.update, pl.update)
+		})
+	}
 }
 
 func TestEnsureConsumerConcurrent(t *testing.T) {

@@ -65,3 +65,9 @@ func newLog() (*slog.Logger, *logBuffer) {
 	b := &logBuffer{}
 	return slog.New(slog.NewTextHandler(b, nil)), b
 }
+
+func (b *logBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}

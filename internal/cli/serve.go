@@ -39,6 +39,7 @@ type serveFlags struct {
 	dlqMaxMsgs                                         int64
 	lessonsScope                                       string
 	gc                                                 gcFlags
+	reconcileConsumer                                  bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -87,6 +88,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.DurationVar(&f.ackWait, "ack-wait", broker.DefaultAckWait, "consumer ack wait; heartbeats go at a third of it")
 	fl.IntVar(&f.maxDeliver, "max-deliver", broker.DefaultMaxDeliver, "deliveries of a task before it fails (the server allows one more)")
 	fl.IntVar(&f.maxAckPending, "max-ack-pending", broker.DefaultMaxAckPending, "consumer max ack pending; must cover all workers' pools")
+	fl.BoolVar(&f.reconcileConsumer, "reconcile-consumer", false, "rewrite an existing queue consumer's ack wait, max deliver and max ack pending to these flags (default: the consumer's win, with a warning)")
 	fl.DurationVar(&f.grace, "grace", 30*time.Second, "how long a stopping worker lets running tasks finish")
 	fl.DurationVar(&f.cacheTTL, "cache-ttl", broker.DefaultCacheTTL, "how long role results stay cached")
 	fl.DurationVar(&f.dupWindow, "duplicate-window", broker.DefaultDuplicateWindow, "streams' duplicate window")
@@ -190,7 +192,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Names:       g.names,
 		Queues:      f.queues,
 		Concurrency: f.concurrency,
-		Consumer:    broker.ConsumerSettings{AckWait: f.ackWait, MaxDeliver: f.maxDeliver, MaxAckPending: f.maxAckPending},
+		Consumer:    broker.ConsumerSettings{AckWait: f.ackWait, MaxDeliver: f.maxDeliver, MaxAckPending: f.maxAckPending, Reconcile: f.reconcileConsumer},
 		Streams: broker.Settings{Replicas: f.replicas, DuplicateWindow: f.dupWindow, CacheTTL: f.cacheTTL,
 			DLQMaxAge: f.dlqMaxAge, DLQMaxMsgs: f.dlqMaxMsgs, LessonsMaxAge: f.lessonsMaxAge},
 		LessonsScope: scope,

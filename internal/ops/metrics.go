@@ -28,6 +28,7 @@ type Metrics struct {
 	redeliveries prometheus.Counter
 	settled      *prometheus.CounterVec
 	heartbeats   prometheus.Counter
+	panics       prometheus.Counter
 }
 
 // settleActions are the values of drover_consumer_settled_total's action
@@ -78,12 +79,15 @@ func NewMetrics() *Metrics {
 		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "drover_heartbeats_total", Help: "In-progress acks sent to keep running tasks claimed.",
 		}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drover_consumer_panics_total", Help: "Task messages whose handling panicked outside a runner (recovered; retried, then failed).",
+		}),
 	}
 	for _, a := range settleActions {
 		m.settled.WithLabelValues(a)
 	}
 	r.MustRegister(m.tasks, m.roleDuration, m.runnerCalls, m.cache, m.cachePutFail, m.auditPublish,
-		m.dlq, m.inFlight, m.poolSize, m.redeliveries, m.settled, m.heartbeats,
+		m.dlq, m.inFlight, m.poolSize, m.redeliveries, m.settled, m.heartbeats, m.panics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -131,3 +135,6 @@ func (m *Metrics) Settled(action string) { m.settled.WithLabelValues(action).Inc
 
 // Heartbeat counts an in-progress ack.
 func (m *Metrics) Heartbeat() { m.heartbeats.Inc() }
+
+// Panicked counts a task message whose handling panicked.
+func (m *Metrics) Panicked() { m.panics.Inc() }

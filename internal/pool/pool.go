@@ -1,17 +1,33 @@
 // Package pool bounds how many tasks a worker runs at once and counts them.
+//
+// Slots are handed out in order of asking: a slot given back goes to the
+// first goroutine waiting for one, so a fetch that has just released its
+// unused slots cannot take them straight back from a queue in line before
+// it. A waiter may say it is hungry (its queue has work waiting); while a
+// hungry waiter waits, Wanted is closed, and whoever holds slots it is not
+// using (an idle queue's pending fetch) should give them back.
 package pool
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Pool is a fixed set of slots. A slot is taken with Acquire or TryAcquire
-// and given back when the function started with Go returns.
+// Pool is a fixed set of slots. A slot is taken with Acquire, TryAcquire or
+// Reserve and given back with Release, or when the function started on it
+// with Go returns. Never more slots are taken than Size.
 type Pool struct {
-	slots    chan struct{}
+	size int
+
+	mu      sync.Mutex
+	used    int       // slots taken: reserved for a fetch, or running
+	waiters []*waiter // in order of asking
+	hungry  int       // waiters whose queue has work waiting
+	want    chan struct{}
+
 	wg       sync.WaitGroup
 	inFlight atomic.Int64
 	started  atomic.Int64
@@ -19,56 +35,152 @@ type Pool struct {
 	busyNS   atomic.Int64
 }
 
+type waiter struct {
+	ch      chan struct{} // closed when a slot is handed to it
+	hungry  bool
+	granted bool
+}
+
 // New returns a pool of size slots; size must be at least 1.
 func New(size int) *Pool {
 	if size < 1 {
 		size = 1
 	}
-	return &Pool{slots: make(chan struct{}, size)}
+	return &Pool{size: size, want: make(chan struct{})}
 }
 
 // Size is the number of slots.
-func (p *Pool) Size() int { return cap(p.slots) }
+func (p *Pool) Size() int { return p.size }
 
 // Free is the number of slots not taken.
-func (p *Pool) Free() int { return cap(p.slots) - len(p.slots) }
+func (p *Pool) Free() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.size - p.used
+}
 
-// Acquire takes one slot, waiting until one is free or ctx is done.
-func (p *Pool) Acquire(ctx context.Context) error {
+// Waiting is the number of callers waiting for a slot.
+func (p *Pool) Waiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.waiters)
+}
+
+// Acquire takes one slot, waiting in line until one is free or ctx is done.
+func (p *Pool) Acquire(ctx context.Context) error { return p.acquire(ctx, false) }
+
+// TryAcquire takes one slot if one is free and nobody waits for it.
+func (p *Pool) TryAcquire() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.take()
+}
+
+// take takes a free slot nobody waits for; p.mu is held.
+func (p *Pool) take() bool {
+	if p.used < p.size && len(p.waiters) == 0 {
+		p.used++
+		return true
+	}
+	return false
+}
+
+func (p *Pool) acquire(ctx context.Context, hungry bool) error {
+	p.mu.Lock()
+	if p.take() {
+		p.mu.Unlock()
+		return nil
+	}
+	w := &waiter{ch: make(chan struct{}), hungry: hungry}
+	p.waiters = append(p.waiters, w)
+	if hungry {
+		if p.hungry++; p.hungry == 1 {
+			close(p.want)
+		}
+	}
+	p.mu.Unlock()
 	select {
-	case p.slots <- struct{}{}:
+	case <-w.ch:
 		return nil
 	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	if w.granted { // handed a slot while giving up: pass it on
+		p.mu.Unlock()
+		p.Release()
 		return ctx.Err()
+	}
+	p.waiters = slices.DeleteFunc(p.waiters, func(x *waiter) bool { return x == w })
+	p.unwant(w)
+	p.mu.Unlock()
+	return ctx.Err()
+}
+
+// unwant notes that w no longer waits; p.mu is held.
+func (p *Pool) unwant(w *waiter) {
+	if w.hungry {
+		if p.hungry--; p.hungry == 0 {
+			p.want = make(chan struct{})
+		}
 	}
 }
 
-// TryAcquire takes one slot if one is free.
-func (p *Pool) TryAcquire() bool {
+// Reserve takes slots for a fetch: at least one, waiting in line for it
+// until one is free or ctx is done, then every other free slot as long as
+// nobody else waits. hungry says the caller's queue has work waiting (its
+// last fetch got messages), which makes idle holders give slots back (see
+// Wanted). It returns how many it took.
+func (p *Pool) Reserve(ctx context.Context, hungry bool) (int, error) {
+	if err := p.acquire(ctx, hungry); err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 1
+	for p.take() {
+		n++
+	}
+	return n, nil
+}
+
+// AcquireFree is Reserve for a caller that does not say whether it has
+// work waiting.
+func (p *Pool) AcquireFree(ctx context.Context) (int, error) { return p.Reserve(ctx, false) }
+
+// Wanted returns a channel that is closed while a hungry caller waits for a
+// slot. A holder of slots it is not using (a fetch still waiting for
+// messages) should then give them back.
+func (p *Pool) Wanted() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.want
+}
+
+// Contended reports whether a hungry caller waits for a slot now.
+func (p *Pool) Contended() bool {
 	select {
-	case p.slots <- struct{}{}:
+	case <-p.Wanted():
 		return true
 	default:
 		return false
 	}
 }
 
-// AcquireFree takes every free slot, at least one: it waits for the first
-// until one is free or ctx is done, then takes the others that are free
-// now. It returns how many it took.
-func (p *Pool) AcquireFree(ctx context.Context) (int, error) {
-	if err := p.Acquire(ctx); err != nil {
-		return 0, err
+// Release gives back a slot taken but not used by Go: to the first waiter
+// in line, if any.
+func (p *Pool) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.waiters) == 0 {
+		p.used--
+		return
 	}
-	n := 1
-	for n < p.Size() && p.TryAcquire() {
-		n++
-	}
-	return n, nil
+	w := p.waiters[0]
+	p.waiters = p.waiters[1:]
+	p.unwant(w)
+	w.granted = true
+	close(w.ch)
 }
-
-// Release gives back a slot taken but not used by Go.
-func (p *Pool) Release() { <-p.slots }
 
 // Go runs fn on a taken slot and gives the slot back when fn returns.
 func (p *Pool) Go(fn func()) {
@@ -81,7 +193,7 @@ func (p *Pool) Go(fn func()) {
 			p.busyNS.Add(int64(time.Since(start)))
 			p.finished.Add(1)
 			p.inFlight.Add(-1)
-			<-p.slots
+			p.Release()
 			p.wg.Done()
 		}()
 		fn()

@@ -196,3 +196,83 @@ func TestAcquireFreeTakesEveryFreeSlot(t *testing.T) {
 	_, err = p.AcquireFree(ctx)
 	require.ErrorIs(t, err, context.Canceled, "no slot free and ctx done")
 }
+
+// A slot given back goes to the first waiter in line, not to the free
+// count, so a fetch that releases its unused slots cannot take them
+// straight back from a queue waiting before it.
+func TestReleaseHandsSlotsInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := deadline(t)
+	p := pool.New(2)
+	n, err := p.Reserve(ctx, false)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+
+	got := make(chan int, 2)
+	for i := 1; i <= 2; i++ {
+		go func() {
+			if p.Acquire(ctx) == nil {
+				got <- i
+			}
+		}()
+		require.Eventually(t, func() bool { return p.Waiting() == i }, 5*time.Second, time.Millisecond)
+	}
+	p.Release()
+	require.Equal(t, 1, <-got, "the first in line")
+	require.Zero(t, p.Free())
+	require.False(t, p.TryAcquire(), "nothing free while someone waits")
+	p.Release()
+	require.Equal(t, 2, <-got)
+	require.Zero(t, p.Waiting())
+	p.Release()
+	p.Release()
+	require.Equal(t, 2, p.Free())
+}
+
+// Wanted is closed exactly while a hungry caller waits for a slot.
+func TestWantedWhileAHungryCallerWaits(t *testing.T) {
+	t.Parallel()
+	ctx := deadline(t)
+	p := pool.New(1)
+	require.True(t, p.TryAcquire())
+	require.False(t, p.Contended())
+
+	idle := make(chan error, 1)
+	go func() { idle <- p.Acquire(ctx) }() // not hungry: no signal
+	hctx, cancelHungry := context.WithCancel(ctx)
+	hungry := make(chan error, 1)
+	go func() { _, err := p.Reserve(hctx, true); hungry <- err }()
+	recv(t, ctx, p.Wanted(), "the hungry waiter's signal")
+	require.True(t, p.Contended())
+
+	// The hungry waiter gives up: the signal is withdrawn.
+	cancelHungry()
+	require.ErrorIs(t, <-hungry, context.Canceled)
+	require.False(t, p.Contended())
+
+	p.Release() // to the idle waiter
+	require.NoError(t, <-idle)
+	require.Zero(t, p.Free())
+	p.Release()
+	require.Equal(t, 1, p.Free())
+}
+
+// A waiter handed a slot as it gives up passes the slot on.
+func TestCancelledWaiterPassesItsSlotOn(t *testing.T) {
+	t.Parallel()
+	ctx := deadline(t)
+	for range 50 {
+		p := pool.New(1)
+		require.True(t, p.TryAcquire())
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- p.Acquire(wctx) }()
+		require.Eventually(t, func() bool { return p.Waiting() == 1 }, 5*time.Second, time.Millisecond)
+		go cancel()
+		p.Release()
+		if err := <-done; err == nil {
+			p.Release()
+		}
+		require.Equal(t, 1, p.Free(), "no slot lost")
+	}
+}

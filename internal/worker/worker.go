@@ -23,7 +23,6 @@ import (
 	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/pipeline"
-	"github.com/droverhq/drover/internal/pool"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/workflow"
@@ -36,14 +35,18 @@ type Config struct {
 	Queues []string       // default ["default"]
 	// Concurrency is the pool size: tasks run at once (default 16).
 	Concurrency int
-	Consumer    broker.ConsumerSettings // ack wait 30s, max deliver 5, max ack pending 1000
-	Streams     broker.Settings         // duplicate window 2m, cache TTL 24h, replicas 1
-	Grace       time.Duration           // default 30s
-	FetchWait   time.Duration           // default 5s
-	Watchdog    time.Duration           // stalled-queue check interval, default 30s
-	Pipeline    pipeline.Config         // role timeout 30m, retry 1s..1m
-	Runners     runner.Set              // default: the sim runner for every role
-	Lessons     pipeline.Lessons        // records and recalls lessons (default: the DROVER_LESSONS stream)
+	// Consumer holds the worker's flags for its queues' consumers (ack wait
+	// 30s, max deliver 5, max ack pending 1000). An existing consumer's
+	// settings win unless Consumer.Reconcile is set; the task consumers
+	// and the pipeline run with the consumer's actual ones.
+	Consumer  broker.ConsumerSettings
+	Streams   broker.Settings  // duplicate window 2m, cache TTL 24h, replicas 1
+	Grace     time.Duration    // default 30s
+	FetchWait time.Duration    // default 5s
+	Watchdog  time.Duration    // stalled-queue check interval, default 30s
+	Pipeline  pipeline.Config  // role timeout 30m, retry 1s..1m
+	Runners   runner.Set       // default: the sim runner for every role
+	Lessons   pipeline.Lessons // records and recalls lessons (default: the DROVER_LESSONS stream)
 	// LessonsScope is whose lessons the default Lessons recall (default
 	// lessons.ScopeWorkflow: the task's own workflow's).
 	LessonsScope lessons.Scope
@@ -62,6 +65,10 @@ type Config struct {
 	// The caller owns it and shuts it down after Run returns (see the
 	// tracing package).
 	Tracer pipeline.Tracer
+	// Middleware, when set, wraps the handler of every task consumer
+	// (tests inject faults with it). A wrapper that should let a poisoned
+	// task fail through the pipeline implements consumers.Poisoner too.
+	Middleware func(consumers.Handler) consumers.Handler
 }
 
 // Worker is a running (or runnable) worker.
@@ -69,7 +76,7 @@ type Worker struct {
 	cfg       Config
 	nc        *nats.Conn
 	js        jetstream.JetStream
-	pool      *pool.Pool
+	pool      *consumers.Pool
 	res       *broker.Resources
 	consumers []*consumers.TaskConsumer
 	started   chan struct{}
@@ -128,7 +135,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.Lessons == nil {
 		cfg.Lessons = lessons.New(js, cfg.Names, cfg.Log, lessons.Options{Scope: cfg.LessonsScope})
 	}
-	w := &Worker{cfg: cfg, nc: nc, js: js, pool: pool.New(cfg.Concurrency), started: make(chan struct{}),
+	w := &Worker{cfg: cfg, nc: nc, js: js, pool: consumers.NewPool(cfg.Concurrency), started: make(chan struct{}),
 		id: cfg.Pipeline.Worker, counts: &counts{next: cfg.Metrics}}
 	if w.id == "" {
 		w.id = pipeline.DefaultWorker
@@ -143,7 +150,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 func (w *Worker) Started() <-chan struct{} { return w.started }
 
 // Pool returns the worker's pool, for its counters.
-func (w *Worker) Pool() *pool.Pool { return w.pool }
+func (w *Worker) Pool() *consumers.Pool { return w.pool }
 
 // Consumers returns the worker's task consumers.
 func (w *Worker) Consumers() []*consumers.TaskConsumer { return w.consumers }
@@ -172,7 +179,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { stopGate(); <-gateDone }()
-	p := pipeline.New(pipeline.Deps{
+	deps := pipeline.Deps{
 		Names:     w.cfg.Names,
 		JS:        w.js,
 		Audit:     res.Audit,
@@ -186,21 +193,33 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Workflows: gate,
 		Lessons:   w.cfg.Lessons,
 		Tracer:    w.cfg.Tracer,
-	}, w.cfg.Pipeline)
+	}
+	h := newHandler(func(maxDeliver int) *pipeline.Pipeline {
+		pc := w.cfg.Pipeline
+		pc.MaxDeliver = maxDeliver
+		return pipeline.New(deps, pc)
+	})
+	p := h.pipeline(w.cfg.Consumer.MaxDeliver)
 	stopCtl, err := workflow.NewController(w.nc, w.js, w.cfg.Names, res.State, res.Audit, p, w.cfg.Log).Start(gateCtx)
 	if err != nil {
 		return err
 	}
 	defer stopCtl()
 	cm, _ := w.cfg.Metrics.(consumers.Metrics)
+	var ch consumers.Handler = h
+	if w.cfg.Middleware != nil {
+		ch = w.cfg.Middleware(h)
+	}
 	for _, q := range w.cfg.Queues {
 		ensure := func(ctx context.Context) (jetstream.Consumer, error) {
 			return broker.EnsureConsumer(ctx, w.js, w.cfg.Names, q, w.cfg.Consumer, w.cfg.Log)
 		}
 		w.consumers = append(w.consumers, consumers.New(consumers.Config{
-			Queue: q, AckWait: w.cfg.Consumer.AckWait, Grace: w.cfg.Grace, FetchWait: w.cfg.FetchWait, Watchdog: w.cfg.Watchdog,
-			Metrics: cm,
-		}, ensure, w.pool, p, w.cfg.Log))
+			Queue: q, AckWait: w.cfg.Consumer.AckWait, MaxDeliver: w.cfg.Consumer.MaxDeliver,
+			Grace: w.cfg.Grace, FetchWait: w.cfg.FetchWait, Watchdog: w.cfg.Watchdog,
+			RetryBase: w.cfg.Pipeline.RetryBase, RetryMax: w.cfg.Pipeline.RetryMax,
+			JetStream: w.js, Names: w.cfg.Names, Metrics: cm,
+		}, ensure, w.pool, ch, w.cfg.Log))
 	}
 	return w.consume(ctx)
 }

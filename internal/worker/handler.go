@@ -1,0 +1,103 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/droverhq/drover/consumers"
+	"github.com/droverhq/drover/internal/pipeline"
+)
+
+// handler adapts the pipeline to consumers.Handler: the consumers package
+// is public and knows nothing of the pipeline's types. The pipeline's
+// delivery limit is the consumer's actual max deliver (less one), carried
+// by each delivery; a pipeline is built per limit met, which happens only
+// when the consumer's settings change.
+type handler struct {
+	build func(maxDeliver int) *pipeline.Pipeline
+
+	mu    sync.Mutex
+	byMax map[int]*pipeline.Pipeline
+}
+
+var (
+	_ consumers.Handler  = (*handler)(nil)
+	_ consumers.Poisoner = (*handler)(nil)
+)
+
+func newHandler(build func(maxDeliver int) *pipeline.Pipeline) *handler {
+	return &handler{build: build, byMax: map[int]*pipeline.Pipeline{}}
+}
+
+// pipeline returns the pipeline for a delivery limit.
+func (h *handler) pipeline(maxDeliver int) *pipeline.Pipeline {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p, ok := h.byMax[maxDeliver]
+	if !ok {
+		if len(h.byMax) >= 8 { // settings churn: keep the map bounded
+			clear(h.byMax)
+		}
+		p = h.build(maxDeliver)
+		h.byMax[maxDeliver] = p
+	}
+	return p
+}
+
+// Handle runs the delivery through the pipeline.
+func (h *handler) Handle(ctx context.Context, d consumers.Delivery) consumers.Outcome {
+	ctx, stop := claimLostAs(ctx)
+	defer stop()
+	return outcomeOf(h.pipeline(d.MaxDeliver).Handle(ctx, deliveryOf(d)))
+}
+
+// Poison fails a task whose handling panicked through its deliveries.
+func (h *handler) Poison(ctx context.Context, d consumers.Delivery, cause error) consumers.Outcome {
+	ctx, stop := claimLostAs(ctx)
+	defer stop()
+	return outcomeOf(h.pipeline(d.MaxDeliver).Poison(ctx, deliveryOf(d), cause.Error()))
+}
+
+// claimLostAs returns a context cancelled with ctx, whose cause is also
+// pipeline.ErrClaimLost when ctx's is consumers.ErrClaimLost: the pipeline
+// looks for its own sentinel.
+func claimLostAs(ctx context.Context) (context.Context, func()) {
+	inner, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, consumers.ErrClaimLost) {
+			cause = fmt.Errorf("%w: %w", pipeline.ErrClaimLost, cause)
+		}
+		cancel(cause)
+	})
+	return inner, func() { stop(); cancel(nil) }
+}
+
+func deliveryOf(d consumers.Delivery) pipeline.Delivery {
+	return pipeline.Delivery{
+		Queue:        d.Queue,
+		Body:         d.Body,
+		Header:       d.Header,
+		StreamSeq:    d.StreamSeq,
+		NumDelivered: d.NumDelivered,
+		Timestamp:    d.Timestamp,
+		Stale:        d.Stale,
+	}
+}
+
+func outcomeOf(out pipeline.Outcome) consumers.Outcome {
+	a := consumers.Nak
+	switch out.Action {
+	case pipeline.Ack:
+		a = consumers.Ack
+	case pipeline.Term:
+		a = consumers.Term
+	case pipeline.Nak:
+		a = consumers.Nak
+	case pipeline.Abandon:
+		a = consumers.Abandon
+	}
+	return consumers.Outcome{Action: a, Delay: out.Delay, Terminal: out.Terminal, Reason: out.Reason, Err: out.Err}
+}
