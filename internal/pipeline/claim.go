@@ -124,9 +124,19 @@ func (p *Pipeline) newRun(d Delivery, req subjects.TaskRequest) *taskRun {
 	}
 }
 
-// traceparent is read in any case: NATS headers are case-sensitive, and
-// producers do not all write it in lower case.
+// traceparentOf is the request's traceparent, read in any case (NATS
+// headers are case-sensitive, and producers do not all write it in lower
+// case), when it is a valid W3C traceparent; "" otherwise. A request's
+// headers are untrusted: an invalid one is dropped, never carried to audit
+// events, spans, the DLQ or runners, and never a reason to reject.
 func traceparentOf(d Delivery) string {
+	if v := rawTraceparent(d); subjects.ValidTraceparent(v) {
+		return v
+	}
+	return ""
+}
+
+func rawTraceparent(d Delivery) string {
 	if v := d.Header.Get(subjects.HeaderTraceparent); v != "" {
 		return v
 	}
