@@ -189,14 +189,20 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		}()
 		g.log.Info("http endpoints", "addr", hs.Addr())
 	}
+	// The submitter waits for the worker to start; it is stopped when Run
+	// returns, so a worker that fails before it starts (say, a refused
+	// audit stream) ends serve with its error instead of a wait forever.
+	seedCtx, stopSeed := context.WithCancel(ctx)
+	defer stopSeed()
 	if f.seedFile != "" {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			seed(ctx, g, w, url, f)
+			seed(seedCtx, g, w, url, f)
 		}()
 	}
 	runErr := w.Run(ctx)
+	stopSeed()
 	if err := nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		g.log.Warn("drain", "err", err)
 	} else {
