@@ -96,7 +96,11 @@ func (p *Pipeline) casState(ctx context.Context, t *taskRun, mutate func(*subjec
 	}
 	if t.rev == 0 {
 		// The write that creates the state opens the task's record.
-		items = append([]subjects.OutboxItem{p.acceptedEvent(ctx, t)}, items...)
+		accepted, err := p.acceptedEvent(ctx, t)
+		if err != nil {
+			return state.Task{}, err
+		}
+		items = append([]subjects.OutboxItem{accepted}, items...)
 	}
 	next := t.nextState()
 	if mutate != nil {

@@ -29,6 +29,11 @@ func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Rol
 		}
 		return Outcome{Action: Nak, Delay: 0, Err: err}
 	}
+	if errors.Is(err, errBlobStore) {
+		// Not the role's failure: its output could not be kept. Retry
+		// later, like any infrastructure error, recording nothing.
+		return p.nakOutcome(p.taskLog(t, role), t.d, err)
+	}
 	if errors.Is(err, runner.ErrPermanent) {
 		return p.fail(ctx, t, attempt, subjects.ReasonRoleFailed, err.Error(), pending, keep)
 	}
