@@ -11,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
@@ -159,23 +158,24 @@ func (p *Pipeline) flush(ctx context.Context, t *taskRun, from int) error {
 		}
 		start := time.Now()
 		ack, err := p.d.Publisher.Publish(ctx, it.Event, t.traceparent, true, t.lastSeq)
-		if err == nil && !ack.Duplicate {
+		switch decidePublish(err, ack.Duplicate) {
+		case fenceNext:
 			p.d.Metrics.AuditPublished(time.Since(start))
 			t.lastSeq = ack.Seq
 			i++
 			continue
-		}
-		if err != nil && !errors.Is(err, audit.ErrWrongLastSequence) {
+		case fenceError:
 			return err
 		}
-		if resyncs++; resyncs > 8 {
-			return fmt.Errorf("audit: %s/%s: fence kept failing", t.req.Workflow, t.req.ID)
-		}
+		resyncs++
 		cur, gerr := p.d.State.GetTask(ctx, t.req.Workflow, t.req.ID)
 		if gerr != nil {
 			return gerr
 		}
-		if cur.Revision != t.rev {
+		switch decideFence(resyncs, cur.Revision, t.rev) {
+		case fenceGiveUp:
+			return fmt.Errorf("audit: %s/%s: fence kept failing", t.req.Workflow, t.req.ID)
+		case fenceLost:
 			return errLost
 		}
 		next, rerr := p.resync(ctx, t, items)
