@@ -47,3 +47,53 @@ var Reasons = []Reason{
 	ReasonDuplicateID, ReasonWorkflowCancelled, ReasonMaxAttempts, ReasonMaxDeliveries,
 	ReasonRoleFailed,
 }
+
+// MaxTraceparentLen bounds the traceparent header Drover reads: version 00
+// is exactly 55 characters; later versions may append fields, so a little
+// more is accepted, never an unbounded value.
+const MaxTraceparentLen = 128
+
+// ValidTraceparent reports whether s is a W3C trace context traceparent
+// header Drover carries on: "<version>-<trace-id>-<parent-id>-<flags>" in
+// lower-case hex, version 2 digits and not "ff", trace-id 32 digits and
+// parent-id 16 digits, neither all zeros, flags 2 digits. Version 00 has
+// exactly these four fields; a later version may append more after a dash.
+// Anything else, or longer than MaxTraceparentLen, is not carried.
+func ValidTraceparent(s string) bool {
+	if len(s) < 55 || len(s) > MaxTraceparentLen {
+		return false
+	}
+	version, trace, parent, flags := s[0:2], s[3:35], s[36:52], s[53:55]
+	if s[2] != '-' || s[35] != '-' || s[52] != '-' {
+		return false
+	}
+	if !lowerHex(version) || version == "ff" || !lowerHex(trace) || !lowerHex(parent) || !lowerHex(flags) {
+		return false
+	}
+	if allZero(trace) || allZero(parent) {
+		return false
+	}
+	if len(s) == 55 {
+		return true
+	}
+	// Version 00 has nothing after the flags; a later one may, after a dash.
+	return version != "00" && s[55] == '-'
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func allZero(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '0' {
+			return false
+		}
+	}
+	return true
+}

@@ -31,10 +31,12 @@ type build struct {
 }
 
 var (
-	// raceBuild is what the fault tests run as workers.
-	raceBuild = &build{flags: []string{"-race"}}
-	// plainBuild has no race detector: for NATS nodes (whose code is not
-	// under test) and for throughput figures.
+	// raceBuild is what the fault tests run as workers: with the race
+	// detector and the failpoints tag, for serve's fault-drill flags.
+	raceBuild = &build{flags: []string{"-race", "-tags", "failpoints"}}
+	// plainBuild is the release build, without the race detector or
+	// failpoints: for NATS nodes (whose code is not under test), for
+	// throughput figures, and to check what a release binary offers.
 	plainBuild = &build{}
 )
 
@@ -59,7 +61,7 @@ func (b *build) get(t *testing.T) string {
 // binary is the drover binary the fault tests run as child processes.
 func binary(t *testing.T) string { return raceBuild.get(t) }
 
-// plainBinary is the drover binary without the race detector.
+// plainBinary is the release drover binary: no race detector, no failpoints.
 func plainBinary(t *testing.T) string { return plainBuild.get(t) }
 
 // proc is a worker running as a child process.

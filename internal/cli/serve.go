@@ -105,10 +105,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.IntVar(&f.replicas, "replicas", 1, "stream and bucket replicas (3 on a 3-node cluster)")
 	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
-	fl.StringVar(&f.simCallLog, "sim-call-log", "", "append a JSON line per sim runner call to this file (fault drills)")
-	_ = fl.MarkHidden("sim-call-log")
-	fl.IntVar(&f.stopAfter, "fault-stop-after-commits", 0, "SIGSTOP this process right after its nth state write (fault drills)")
-	_ = fl.MarkHidden("fault-stop-after-commits")
+	addFailpointFlags(fl, &f) // fault-drill flags: only in a build with -tags failpoints
 	fl.StringVar(&f.seedFile, "submit", "", "once ready, submit the tasks of this file (as drover submit --file FILE --wait), show the summary, keep serving")
 	fl.StringVar(&f.seedWorkflow, "submit-workflow", "", `workflow of the --submit tasks that name none (default "example-<time>")`)
 	return cmd
@@ -237,14 +234,20 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 			gcEvery(httpCtx, g, nc, f)
 		}()
 	}
+	// The submitter waits for the worker to start; it is stopped when Run
+	// returns, so a worker that fails before it starts (say, a refused
+	// audit stream) ends serve with its error instead of a wait forever.
+	seedCtx, stopSeed := context.WithCancel(ctx)
+	defer stopSeed()
 	if f.seedFile != "" {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			seed(ctx, g, w, url, f)
+			seed(seedCtx, g, w, url, f)
 		}()
 	}
 	runErr := w.Run(ctx)
+	stopSeed()
 	if err := nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		g.log.Warn("drain", "err", err)
 	} else {

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/workflow"
@@ -51,9 +53,9 @@ func newWorkflowActionCmd(g *globals, action string) *cobra.Command {
 			}
 			defer cl.Close()
 			body, _ := json.Marshal(map[string]string{"reason": reason})
-			msg, err := cl.nc.Request(g.names.CtlSubject(wf, action), body, timeout)
+			msg, err := controlRequest(cmd.Context(), cl.nc, g.names.CtlSubject(wf, action), body, timeout)
 			if err != nil {
-				return fmt.Errorf("%s %s: %w (is a worker running?)", action, wf, err)
+				return fmt.Errorf("%s %s: %w", action, wf, err)
 			}
 			var r workflow.Reply
 			if err := json.Unmarshal(msg.Data, &r); err != nil {
@@ -69,6 +71,22 @@ func newWorkflowActionCmd(g *globals, action string) *cobra.Command {
 	c.Flags().StringVar(&reason, "reason", "", "why, recorded in the workflow's state and audit event")
 	c.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for a worker's answer")
 	return c
+}
+
+// controlRequest sends a control request and returns the worker's reply.
+// It waits at most timeout, and no longer than ctx: Ctrl-C (the command's
+// signal-aware context) ends the wait at once with context.Canceled.
+func controlRequest(ctx context.Context, nc *nats.Conn, subject string, body []byte, timeout time.Duration) (*nats.Msg, error) {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	msg, err := nc.RequestWithContext(rctx, subject, body)
+	if err != nil {
+		if cerr := context.Cause(ctx); cerr != nil {
+			return nil, cerr // the caller gave up: no hint about workers
+		}
+		return nil, fmt.Errorf("%w (is a worker running?)", err)
+	}
+	return msg, nil
 }
 
 func newWorkflowStatusCmd(g *globals) *cobra.Command {

@@ -36,13 +36,18 @@ type taskRun struct {
 func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskRequest) (*taskRun, Outcome, bool) {
 	for range 4 {
 		cur, err := p.d.State.GetTask(ctx, req.Workflow, req.ID)
-		if errors.Is(err, state.ErrNotFound) {
-			t := p.newRun(d, req)
-			if d.NumDelivered == 1 {
-				return t, Outcome{}, true
-			}
-			// A redelivery with no state: claim at once, so that a stalled
-			// earlier delivery is fenced out before it writes anything.
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
+		}
+		step := decideClaim(claimView{
+			exists: err == nil, state: cur.State, requestSeq: cur.StreamSeq, owner: cur.Delivery,
+			streamSeq: d.StreamSeq, numDelivered: d.NumDelivered,
+		})
+		t := p.newRun(d, req)
+		switch step {
+		case claimFresh:
+			return t, Outcome{}, true
+		case claimCreate:
 			switch err := p.commit(ctx, t, nil); {
 			case err == nil:
 				return t, Outcome{}, true
@@ -51,18 +56,16 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 			default:
 				return nil, p.errOutcome(t, err), false
 			}
+		case claimDuplicate:
+			return nil, p.rejectDuplicate(ctx, d, req, cur), false
+		case claimAbandon:
+			return nil, Outcome{Action: Abandon, Err: errors.New("a later delivery owns the task")}, false
 		}
-		if err != nil {
-			return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
-		}
-		if cur.StreamSeq != d.StreamSeq {
-			if cur.State != subjects.StatePaused {
-				return nil, p.rejectDuplicate(ctx, d, req, cur), false
-			}
+		t.st, t.rev = cur.TaskState, cur.Revision
+		switch step {
+		case claimResume:
 			// A parked task published again by resume: this request owns
 			// it now and continues from the stage where it stopped.
-			t := p.newRun(d, req)
-			t.st, t.rev = cur.TaskState, cur.Revision
 			switch _, err := p.casState(ctx, t, func(s *subjects.TaskState) {
 				s.State, s.Request, s.Queue, s.StreamSeq = subjects.StateRunning, nil, d.Queue, d.StreamSeq
 			}, nil); {
@@ -72,13 +75,7 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 				return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
 			}
 			return t, Outcome{}, true
-		}
-		if cur.Delivery > d.NumDelivered {
-			return nil, Outcome{Action: Abandon, Err: errors.New("a later delivery owns the task")}, false
-		}
-		t := p.newRun(d, req)
-		t.st, t.rev = cur.TaskState, cur.Revision
-		if cur.Delivery < d.NumDelivered {
+		case claimTakeOver:
 			switch _, err := p.casState(ctx, t, func(*subjects.TaskState) {}, t.st.Outbox); {
 			case errors.Is(err, state.ErrConflict):
 				continue
@@ -89,13 +86,8 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 		if err := p.flush(ctx, t, -1); err != nil {
 			return nil, p.errOutcome(t, err), false
 		}
-		switch t.st.State {
-		case subjects.StateCompleted:
-			return nil, Outcome{Action: Ack, Terminal: subjects.EventTaskCompleted}, false
-		case subjects.StateFailed:
-			return nil, Outcome{Action: Term, Terminal: subjects.EventTaskFailed, Reason: t.st.Reason}, false
-		case subjects.StateCancelled:
-			return nil, Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}, false
+		if out, done := settled(t.st); done {
+			return nil, out, false
 		}
 		return t, Outcome{}, true
 	}
@@ -124,9 +116,19 @@ func (p *Pipeline) newRun(d Delivery, req subjects.TaskRequest) *taskRun {
 	}
 }
 
-// traceparent is read in any case: NATS headers are case-sensitive, and
-// producers do not all write it in lower case.
+// traceparentOf is the request's traceparent, read in any case (NATS
+// headers are case-sensitive, and producers do not all write it in lower
+// case), when it is a valid W3C traceparent; "" otherwise. A request's
+// headers are untrusted: an invalid one is dropped, never carried to audit
+// events, spans, the DLQ or runners, and never a reason to reject.
 func traceparentOf(d Delivery) string {
+	if v := rawTraceparent(d); subjects.ValidTraceparent(v) {
+		return v
+	}
+	return ""
+}
+
+func rawTraceparent(d Delivery) string {
 	if v := d.Header.Get(subjects.HeaderTraceparent); v != "" {
 		return v
 	}
@@ -151,9 +153,5 @@ func (t *taskRun) nextState() subjects.TaskState {
 
 // backoff is the nak delay after a failed delivery n.
 func (p *Pipeline) backoff(n uint64) time.Duration {
-	d := p.cfg.RetryBase
-	for i := uint64(1); i < n && d < p.cfg.RetryMax; i++ {
-		d *= 2
-	}
-	return min(d, p.cfg.RetryMax)
+	return backoff(p.cfg.RetryBase, p.cfg.RetryMax, n)
 }

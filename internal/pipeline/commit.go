@@ -11,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
@@ -96,7 +95,11 @@ func (p *Pipeline) casState(ctx context.Context, t *taskRun, mutate func(*subjec
 	}
 	if t.rev == 0 {
 		// The write that creates the state opens the task's record.
-		items = append([]subjects.OutboxItem{p.acceptedEvent(ctx, t)}, items...)
+		accepted, err := p.acceptedEvent(ctx, t)
+		if err != nil {
+			return state.Task{}, err
+		}
+		items = append([]subjects.OutboxItem{accepted}, items...)
 	}
 	next := t.nextState()
 	if mutate != nil {
@@ -155,23 +158,24 @@ func (p *Pipeline) flush(ctx context.Context, t *taskRun, from int) error {
 		}
 		start := time.Now()
 		ack, err := p.d.Publisher.Publish(ctx, it.Event, t.traceparent, true, t.lastSeq)
-		if err == nil && !ack.Duplicate {
+		switch decidePublish(err, ack.Duplicate) {
+		case fenceNext:
 			p.d.Metrics.AuditPublished(time.Since(start))
 			t.lastSeq = ack.Seq
 			i++
 			continue
-		}
-		if err != nil && !errors.Is(err, audit.ErrWrongLastSequence) {
+		case fenceError:
 			return err
 		}
-		if resyncs++; resyncs > 8 {
-			return fmt.Errorf("audit: %s/%s: fence kept failing", t.req.Workflow, t.req.ID)
-		}
+		resyncs++
 		cur, gerr := p.d.State.GetTask(ctx, t.req.Workflow, t.req.ID)
 		if gerr != nil {
 			return gerr
 		}
-		if cur.Revision != t.rev {
+		switch decideFence(resyncs, cur.Revision, t.rev) {
+		case fenceGiveUp:
+			return fmt.Errorf("audit: %s/%s: fence kept failing", t.req.Workflow, t.req.ID)
+		case fenceLost:
 			return errLost
 		}
 		next, rerr := p.resync(ctx, t, items)

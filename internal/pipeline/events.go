@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/droverhq/drover/subjects"
@@ -34,14 +36,19 @@ func item(ev *subjects.AuditEvent) subjects.OutboxItem {
 	return subjects.OutboxItem{Event: oe}
 }
 
-// acceptedEvent is task_accepted, with the request as its input.
-func (p *Pipeline) acceptedEvent(ctx context.Context, t *taskRun) subjects.OutboxItem {
+// acceptedEvent is task_accepted, with the request as its input. It fails
+// only when a large field of the request cannot be stored as a blob.
+func (p *Pipeline) acceptedEvent(ctx context.Context, t *taskRun) (subjects.OutboxItem, error) {
+	input, err := p.shrink(ctx, mustJSON(t.req))
+	if err != nil {
+		return subjects.OutboxItem{}, err
+	}
 	ev := p.event(t, subjects.EventTaskAccepted, subjects.ActorSystem, 1, 0)
 	ev.Timestamp = t.st.StartedAt // when this worker picked the task up
 	ev.Action = "accepted"
-	ev.Input = p.shrink(ctx, t, mustJSON(t.req))
+	ev.Input = input
 	ev.Metadata = mustJSON(map[string]any{"queue": t.d.Queue, "stream_seq": t.d.StreamSeq})
-	return item(ev)
+	return item(ev), nil
 }
 
 // roleEvent records a role's success.
@@ -109,16 +116,20 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// shrink stores oversized fields as blobs; on failure the value is replaced
-// by a note, since no event may exceed the server's message limit.
-func (p *Pipeline) shrink(ctx context.Context, t *taskRun, raw json.RawMessage) json.RawMessage {
+// errBlobStore marks a large value that could not be stored as a blob: an
+// infrastructure error, retried later like any other. Nothing stands in for
+// the value: no event, state or cache entry is written without it.
+var errBlobStore = errors.New("blob store")
+
+// shrink stores oversized fields as blobs and returns the value with
+// references in their place; an error wraps errBlobStore.
+func (p *Pipeline) shrink(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	if p.d.Blobs == nil {
-		return raw
+		return raw, nil
 	}
 	out, err := p.d.Blobs.Shrink(ctx, raw)
 	if err != nil {
-		p.taskLog(t, "").Warn("could not store a large value as a blob", "bytes", len(raw), "err", err)
-		return mustJSON(map[string]any{"omitted": true, "bytes": len(raw), "error": err.Error()})
+		return nil, fmt.Errorf("%w: %d bytes not stored: %w", errBlobStore, len(raw), err)
 	}
-	return out
+	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -14,12 +13,12 @@ import (
 // the state, so that a retry does not lose them.
 func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Role, attempt int, err error, dur time.Duration,
 	pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
-	if errors.Is(err, ErrClaimLost) || errors.Is(context.Cause(ctx), ErrClaimLost) {
+	switch decideRoleError(ctx, err, t.d.NumDelivered, p.cfg.MaxDeliver) {
+	case roleAbandon:
 		return Outcome{Action: Abandon, Err: err}
-	}
-	if ctx.Err() != nil {
-		// Stopping: keep what this round finished, then hand the task
-		// back at once so another worker takes it without waiting.
+	case roleStopping:
+		// Keep what this round finished, then hand the task back at
+		// once so another worker takes it without waiting.
 		if len(pending) > 0 {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
@@ -28,11 +27,13 @@ func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Rol
 			}
 		}
 		return Outcome{Action: Nak, Delay: 0, Err: err}
-	}
-	if errors.Is(err, runner.ErrPermanent) {
+	case roleInfra:
+		// Not the role's failure: its output could not be kept. Retry
+		// later, like any infrastructure error, recording nothing.
+		return p.nakOutcome(p.taskLog(t, role), t.d, err)
+	case roleFail:
 		return p.fail(ctx, t, attempt, subjects.ReasonRoleFailed, err.Error(), pending, keep)
-	}
-	if t.d.NumDelivered >= uint64(p.cfg.MaxDeliver) {
+	case roleLastDelivery:
 		return p.fail(ctx, t, attempt, subjects.ReasonMaxDeliveries, err.Error(), pending, keep)
 	}
 	items := append(pending, p.retriedEvent(t, role, attempt, err, dur))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
@@ -12,8 +13,15 @@ import (
 // Workflows tells a workflow's state; workers keep it current from a KV
 // watch, so the gate costs no round trip. A workflow with no state runs.
 type Workflows interface {
-	Workflow(id string) (subjects.WorkflowState, bool)
+	// Workflow returns a workflow's state, if it has one. When the states
+	// are not known to be current (the watch is down) it waits for them
+	// until ctx ends, then returns an error: no role may start.
+	Workflow(ctx context.Context, id string) (subjects.WorkflowState, bool, error)
 }
+
+// gateWait bounds a role's wait for current workflow states; the delivery
+// is then retried later.
+const gateWait = 10 * time.Second
 
 // gate is checked before every role: a paused workflow parks the task (its
 // progress and request kept in its state, its message acked), a cancelled
@@ -23,19 +31,22 @@ func (p *Pipeline) gate(ctx context.Context, t *taskRun, pending []subjects.Outb
 	if p.d.Workflows == nil {
 		return Outcome{}, false
 	}
-	ws, ok := p.d.Workflows.Workflow(t.req.Workflow)
-	if !ok {
-		return Outcome{}, false
-	}
-	switch ws.State {
-	case subjects.StatePaused:
-		return p.park(ctx, t, pending, keep), true
-	case subjects.StateCancelled:
-		if t.rev == 0 && t.d.Timestamp.After(ws.UpdatedAt) {
-			// Submitted after the cancel: a rejection, not a cancellation.
-			return p.reject(ctx, t.d, &subjects.RejectError{Reason: subjects.ReasonWorkflowCancelled,
-				Workflow: t.req.Workflow, Task: t.req.ID, Msg: "workflow " + t.req.Workflow + " is cancelled: " + ws.Reason}), true
+	wctx, cancel := context.WithTimeout(ctx, gateWait)
+	ws, ok, err := p.d.Workflows.Workflow(wctx, t.req.Workflow)
+	cancel()
+	switch decideGate(ws, ok, err, t.rev != 0, t.d.Timestamp) {
+	case gateBlocked:
+		if ctx.Err() != nil { // stopping: hand the task back at once
+			return Outcome{Action: Nak, Err: err}, true
 		}
+		return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
+	case gatePark:
+		return p.park(ctx, t, pending, keep), true
+	case gateReject:
+		// Submitted after the cancel: a rejection, not a cancellation.
+		return p.reject(ctx, t.d, &subjects.RejectError{Reason: subjects.ReasonWorkflowCancelled,
+			Workflow: t.req.Workflow, Task: t.req.ID, Msg: "workflow " + t.req.Workflow + " is cancelled: " + ws.Reason}), true
+	case gateCancel:
 		return p.cancel(ctx, t, ws.Reason, pending, keep), true
 	}
 	return Outcome{}, false

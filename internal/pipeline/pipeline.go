@@ -199,7 +199,11 @@ func roleIndex(r subjects.Role) int {
 // message. The delivery is traced as one span, a child of the request's
 // traceparent when it has one.
 func (p *Pipeline) Handle(ctx context.Context, d Delivery) (out Outcome) {
-	ctx, span := p.d.Tracer.StartTask(ctx, traceparentOf(d))
+	tp := traceparentOf(d)
+	if raw := rawTraceparent(d); tp == "" && raw != "" {
+		withDelivery(p.d.Log, d).Debug("invalid traceparent header dropped", "bytes", len(raw))
+	}
+	ctx, span := p.d.Tracer.StartTask(ctx, tp)
 	defer func() { endTask(span, out) }()
 	span.SetString(AttrQueue, d.Queue)
 	span.SetInt(AttrStreamSeq, int64(d.StreamSeq))

@@ -118,7 +118,10 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	}
 	switch {
 	case rr.res.Action == subjects.VerdictApprove:
-		result := p.shrink(ctx, t, mustJSON(map[string]any{"change": json.RawMessage(change), "verdict": json.RawMessage(rr.res.Output), "attempts": round}))
+		result, err := p.shrink(ctx, mustJSON(map[string]any{"change": json.RawMessage(change), "verdict": json.RawMessage(rr.res.Output), "attempts": round}))
+		if err != nil {
+			return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
+		}
 		items = append(items, p.completedEvent(t, round, result))
 		err = p.commit(ctx, t, func(s *subjects.TaskState) {
 			setOutputs(s)
@@ -198,7 +201,9 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		return rr, fmt.Errorf("%s: %w", req.Role, err)
 	}
 	rr.res = res
-	rr.stored = p.shrink(ctx, t, res.Output)
+	if rr.stored, err = p.shrink(ctx, res.Output); err != nil {
+		return rr, fmt.Errorf("%s: output: %w", req.Role, err)
+	}
 	stored := res
 	stored.Output = rr.stored
 	// The put does not hold up the next role; the next commit waits for it

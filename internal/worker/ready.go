@@ -23,7 +23,8 @@ const jsProbeTimeout = 2 * time.Second
 
 // CheckReady reports whether the worker should get work (nil) or why not.
 // It is ready when it has started, is not draining, its connection is up,
-// every queue's fetch loop runs, and JetStream answers for the audit and
+// its workflow gate's watch runs, every queue's fetch loop runs, and
+// JetStream answers for the audit and
 // DLQ streams, the state bucket and every queue's consumer (which lives on
 // the tasks stream). That last check is reused for Config.ReadyCache, so a
 // storm of probes costs the server one round of requests.
@@ -38,6 +39,11 @@ func (w *Worker) CheckReady() error {
 	}
 	if st := w.nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("NATS connection is %s", st)
+	}
+	if g := w.gate.Load(); g != nil {
+		if err := g.Err(); err != nil {
+			return err // roles wait until the workflow states are current
+		}
 	}
 	for i, c := range w.consumers {
 		if !c.Fetching() {

@@ -83,7 +83,8 @@ type Worker struct {
 	id, host  string
 	counts    *counts
 
-	phase     atomic.Int32 // phaseNew .. phaseStopped
+	gate      atomic.Pointer[workflow.Gate] // set once it has loaded
+	phase     atomic.Int32                  // phaseNew .. phaseStopped
 	dead      atomic.Pointer[error]
 	startedAt atomic.Pointer[time.Time]
 
@@ -179,6 +180,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { stopGate(); <-gateDone }()
+	w.gate.Store(gate)
 	deps := pipeline.Deps{
 		Names:     w.cfg.Names,
 		JS:        w.js,
