@@ -30,6 +30,7 @@ test-tools:
 
 test: test-tools
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags failpoints $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 test-short:
