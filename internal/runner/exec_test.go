@@ -79,7 +79,7 @@ func TestExecStdinSchemaAndMetachars(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, in.Prompt)
 	require.Contains(t, in.Prompt, metachars)
-	require.Contains(t, in.Prompt, "run `go test` first", "lessons reach the prompt")
+	require.Contains(t, in.Prompt, "run ʼgo testʼ first", "lessons reach the prompt, quoted as data")
 	requireNoPwned(t, dir)
 }
 
