@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,6 +10,17 @@ import (
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
+
+// simRest completes a config whose roles block comes last with `runner:
+// sim` for every role it does not name, since a file must name them all.
+func simRest(doc string) string {
+	for _, r := range subjects.Roles {
+		if !strings.Contains(doc, "  "+string(r)+":") {
+			doc += "  " + string(r) + ": {runner: sim}\n"
+		}
+	}
+	return doc
+}
 
 func TestConfigRunnerSafetyKeys(t *testing.T) {
 	t.Parallel()
@@ -23,7 +35,7 @@ func TestConfigRunnerSafetyKeys(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Parse([]byte(tc.doc))
+			_, err := Parse([]byte(simRest(tc.doc)))
 			if tc.err == "" {
 				require.NoError(t, err)
 				return
@@ -54,6 +66,7 @@ roles:
       env: {MY_API_TOKEN: env-tok-1, LISTED: listed-1, PLAIN: plain-value}
       inherit: [DROVER_ZZ_GH_TOKEN, DROVER_ZZ_PLAIN]
       secret_env: [LISTED]
+  judge: {runner: sim}
 `))
 	require.NoError(t, err)
 	got := f.Secrets("flag-pw-1")
@@ -75,6 +88,8 @@ roles:
       argv: [sh, -c, 'echo "{\"change\":\"used $MY_TOKEN\"}"; echo "auth $MY_TOKEN" >&2; exit $FAIL']
       env: {MY_TOKEN: ` + secret + `, FAIL: "1"}
       inherit: [PATH]
+  planner: {runner: sim}
+  judge: {runner: sim}
 `))
 	require.NoError(t, err)
 	set, err := f.Runners(nil, runner.NewSim(runner.SimOptions{}))

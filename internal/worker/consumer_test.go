@@ -66,6 +66,10 @@ func TestSecondWorkerRunsWithTheConsumersSettings(t *testing.T) {
 	require.Equal(t, 9*time.Second, info.Config.AckWait, "the second worker did not rewrite the ack wait")
 	require.Equal(t, 4, info.Config.MaxDeliver)
 	for i, w := range []*worker.Worker{first, second} {
+		// Started does not wait for the consume loop to read the
+		// consumer's settings; wait for that, then check all of them.
+		require.Eventually(t, func() bool { return w.Consumers()[0].Settings().AckWait == 9*time.Second },
+			10*time.Second, 5*time.Millisecond, "worker %d follows the consumer's ack wait", i)
 		s := w.Consumers()[0].Settings()
 		require.Equal(t, 9*time.Second, s.AckWait, "worker %d", i)
 		require.Equal(t, 3*time.Second, s.HeartbeatInterval(), "worker %d", i)
