@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/backoff"
 )
 
 // Stats is a snapshot of a consumer's counters; what is done with each
@@ -128,11 +130,7 @@ func guard(f func() Outcome) (out Outcome, err error) {
 
 // backoff is the nak delay after a panic on delivery n.
 func (c *TaskConsumer) backoff(n uint64) time.Duration {
-	d := c.cfg.RetryBase
-	for i := uint64(1); i < n && d < c.cfg.RetryMax; i++ {
-		d *= 2
-	}
-	return min(d, c.cfg.RetryMax)
+	return backoff.Policy{Base: c.cfg.RetryBase, Max: c.cfg.RetryMax}.DelayN(n)
 }
 
 // heartbeat starts in-progress acks for msg at a third of ackWait.

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
@@ -300,8 +301,7 @@ func shortError(msg string) string {
 // with a server that died is asked again instead of waiting out ctx. A
 // missing stream is final.
 func OrderedConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
-	wait := 100 * time.Millisecond
-	for {
+	for try := 1; ; try++ {
 		actx, cancel := context.WithTimeout(ctx, orderedCreateTimeout)
 		cons, err := js.OrderedConsumer(actx, stream, cfg)
 		cancel()
@@ -311,16 +311,15 @@ func OrderedConsumer(ctx context.Context, js jetstream.JetStream, stream string,
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if backoff.Sleep(ctx, orderedCreateBackoff.Delay(try)) != nil {
 			return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		case <-t.C:
 		}
-		wait = min(2*wait, 2*time.Second)
 	}
 }
+
+// orderedCreateBackoff is the wait after failed try n to create an ordered
+// consumer: 100ms, doubling, capped at 2s.
+var orderedCreateBackoff = backoff.Policy{Base: 100 * time.Millisecond, Max: 2 * time.Second}
 
 // orderedCreateTimeout bounds one attempt to create an ordered consumer:
 // nats.go's default API timeout.
