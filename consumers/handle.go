@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/backoff"
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // Stats is a snapshot of a consumer's counters; what is done with each
@@ -111,11 +112,7 @@ type PanicError struct {
 
 func (e *PanicError) Error() string {
 	const limit = 1 << 10 // the value may carry untrusted text
-	s := fmt.Sprint(e.Value)
-	if len(s) > limit {
-		s = s[:limit] + "...(truncated)"
-	}
-	return "panic: " + s
+	return "panic: " + redact.Clip(fmt.Sprint(e.Value), limit, "...(truncated)")
 }
 
 // guard runs f, turning a panic into a *PanicError.

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/droverhq/drover/internal/backoff"
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // Bounds of the response text an error quotes.
@@ -94,8 +95,5 @@ func excerpt(r io.Reader, key string) string {
 	if s == "" {
 		return "(empty body)"
 	}
-	if len(s) <= excerptBytes {
-		return s
-	}
-	return cutRunes(s, excerptBytes) + "…"
+	return redact.Clip(s, excerptBytes, "…")
 }
