@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/streamread"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -242,11 +243,11 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 // buffer. The consumer is deleted before it returns.
 func readOrdered(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, last uint64,
 	fn func(seq uint64, msg jetstream.Msg)) error {
-	cons, err := OrderedConsumer(ctx, js, stream, cfg)
+	cons, err := streamread.OrderedConsumer(ctx, js, stream, cfg)
 	if err != nil {
 		return fmt.Errorf("audit: verify: consumer on %s: %w", stream, err)
 	}
-	defer DeleteConsumer(ctx, StreamOf(js, stream), cons)
+	defer streamread.DeleteConsumer(ctx, streamread.StreamOf(js, stream), cons)
 	it, err := cons.Messages(jetstream.PullMaxBytes(verifyPullBytes))
 	if err != nil {
 		return fmt.Errorf("audit: verify: read %s: %w", stream, err)
