@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/backoff"
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // Stats is a snapshot of a consumer's counters; what is done with each
@@ -109,11 +112,7 @@ type PanicError struct {
 
 func (e *PanicError) Error() string {
 	const limit = 1 << 10 // the value may carry untrusted text
-	s := fmt.Sprint(e.Value)
-	if len(s) > limit {
-		s = s[:limit] + "...(truncated)"
-	}
-	return "panic: " + s
+	return "panic: " + redact.Clip(fmt.Sprint(e.Value), limit, "...(truncated)")
 }
 
 // guard runs f, turning a panic into a *PanicError.
@@ -128,11 +127,7 @@ func guard(f func() Outcome) (out Outcome, err error) {
 
 // backoff is the nak delay after a panic on delivery n.
 func (c *TaskConsumer) backoff(n uint64) time.Duration {
-	d := c.cfg.RetryBase
-	for i := uint64(1); i < n && d < c.cfg.RetryMax; i++ {
-		d *= 2
-	}
-	return min(d, c.cfg.RetryMax)
+	return backoff.Policy{Base: c.cfg.RetryBase, Max: c.cfg.RetryMax}.DelayN(n)
 }
 
 // heartbeat starts in-progress acks for msg at a third of ackWait.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -240,7 +241,7 @@ func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 				c.log.Warn("could not recreate the consumer", "err", eerr)
 			}
 		}
-		wait(ctx, min(time.Duration(failures)*250*time.Millisecond, 5*time.Second))
+		_ = backoff.Sleep(ctx, min(time.Duration(failures)*250*time.Millisecond, 5*time.Second))
 	}
 }
 
@@ -290,14 +291,4 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		return got, err
 	}
 	return got, nil
-}
-
-// wait blocks for d or until ctx is done.
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

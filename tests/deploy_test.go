@@ -659,6 +659,7 @@ func TestDeployKubernetes(t *testing.T) {
 	require.Equal(t, true, lookup(helm, "config", "jetstream", "enabled"), "Helm: config.jetstream.enabled")
 	require.Equal(t, true, lookup(helm, "config", "jetstream", "fileStore", "enabled"), "Helm: JetStream file storage")
 	require.NotEqual(t, true, lookup(helm, "config", "jetstream", "memoryStore", "enabled"), "Helm: no memory storage")
+	checkHelmNATSAuth(t, helm)
 
 	byKind := map[string][]k8sObject{}
 	files := map[string]bool{}

@@ -5,16 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/redact"
+	"github.com/droverhq/drover/internal/streamread"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -133,11 +129,11 @@ func Replay(ctx context.Context, js jetstream.JetStream, names subjects.Names, q
 		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
 		cfg.OptStartTime = &since
 	}
-	cons, err := OrderedConsumer(ctx, js, names.AuditStream(), cfg)
+	cons, err := streamread.OrderedConsumer(ctx, js, names.AuditStream(), cfg)
 	if err != nil {
 		return stop(err)
 	}
-	defer DeleteConsumer(ctx, StreamOf(js, names.AuditStream()), cons)
+	defer streamread.DeleteConsumer(ctx, streamread.StreamOf(js, names.AuditStream()), cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return stop(err)
@@ -182,146 +178,3 @@ func lastMatching(ctx context.Context, js jetstream.JetStream, names subjects.Na
 	}
 	return m, true, nil
 }
-
-// ConsumerDeleter deletes consumers of one stream: a jetstream.Stream, or
-// StreamOf a stream name.
-type ConsumerDeleter interface {
-	DeleteConsumer(ctx context.Context, consumer string) error
-}
-
-// StreamOf deletes consumers of the named stream through js, without
-// looking the stream up first.
-func StreamOf(js jetstream.JetStream, stream string) ConsumerDeleter { return streamOf{js, stream} }
-
-type streamOf struct {
-	js     jetstream.JetStream
-	stream string
-}
-
-func (s streamOf) DeleteConsumer(ctx context.Context, consumer string) error {
-	return s.js.DeleteConsumer(ctx, s.stream, consumer)
-}
-
-// DeleteConsumer deletes a reader's ephemeral consumer at once rather than
-// leaving it to the server's inactivity threshold. It runs after ctx may
-// have ended, so it uses its own short deadline; a failure is harmless,
-// since the server removes an idle consumer by itself.
-func DeleteConsumer(ctx context.Context, s ConsumerDeleter, cons jetstream.Consumer) {
-	info := cons.CachedInfo()
-	if info == nil {
-		return
-	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = s.DeleteConsumer(dctx, info.Name)
-}
-
-// EventTable prints records as an aligned table. Rows are held until Flush
-// to align the columns; a follower flushes after each record or batch, and
-// the widths may then differ between batches.
-type EventTable struct {
-	tw  *tabwriter.Writer
-	err error
-}
-
-// eventTimeLayout is RFC 3339 with milliseconds.
-const eventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
-
-// WriteEventsTable starts an event table on w with its header row.
-func WriteEventsTable(w io.Writer) *EventTable {
-	t := &EventTable{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
-	t.row("TIME", "WORKFLOW", "TASK", "ACTOR", "EVENT", "ATTEMPT", "STATUS", "CACHED", "DURATION", "ACTION", "ERROR")
-	return t
-}
-
-// Add adds one row: the event's time (UTC), IDs, actor, type, attempt,
-// status, whether it was cached, its duration, action and the first line of
-// its error. An undecodable record shows its stream time, subject and error.
-func (t *EventTable) Add(r Record) {
-	if r.Err != nil {
-		t.row(r.Time.UTC().Format(eventTimeLayout), r.Subject, "-", "-", "-", "-", "-", "-", "-", "-", shortError(r.Err.Error()))
-		return
-	}
-	e := r.Event
-	cached, took := "-", "-"
-	if e.Cached {
-		cached = "yes"
-	}
-	if e.DurationMS > 0 {
-		took = (time.Duration(e.DurationMS) * time.Millisecond).String()
-	}
-	t.row(e.Timestamp.UTC().Format(eventTimeLayout), e.WorkflowID, e.TaskID, string(e.Actor), string(e.EventType),
-		strconv.Itoa(e.Attempt), e.Status, cached, took, e.Action, shortError(e.Error))
-}
-
-// Flush writes the rows added so far and returns the first write error.
-func (t *EventTable) Flush() error {
-	if err := t.tw.Flush(); err != nil && t.err == nil {
-		t.err = err
-	}
-	return t.err
-}
-
-// row writes one line of cells; an empty cell shows as "-". Tabs and line
-// breaks become spaces, and control characters and bidi overrides are
-// escaped (redact.Terminal): events hold untrusted agent text.
-func (t *EventTable) row(cells ...string) {
-	var b strings.Builder
-	for i, c := range cells {
-		if i > 0 {
-			b.WriteByte('\t')
-		}
-		c = redact.Terminal(strings.Map(func(r rune) rune {
-			if r == '\t' || r == '\n' || r == '\r' {
-				return ' '
-			}
-			return r
-		}, c))
-		b.WriteString(dash(c))
-	}
-	b.WriteByte('\n')
-	if _, err := t.tw.Write([]byte(b.String())); err != nil && t.err == nil {
-		t.err = err
-	}
-}
-
-// shortError is the first line of msg, cut to 60 characters.
-func shortError(msg string) string {
-	msg, _, _ = strings.Cut(msg, "\n")
-	if r := []rune(msg); len(r) > 60 {
-		msg = string(r[:59]) + "…"
-	}
-	return msg
-}
-
-// OrderedConsumer creates an ordered consumer, retrying while JetStream is
-// briefly unavailable (a leader election on a cluster answers 503 or not at
-// all) until ctx ends. Each attempt has its own deadline, so a request lost
-// with a server that died is asked again instead of waiting out ctx. A
-// missing stream is final.
-func OrderedConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
-	wait := 100 * time.Millisecond
-	for {
-		actx, cancel := context.WithTimeout(ctx, orderedCreateTimeout)
-		cons, err := js.OrderedConsumer(actx, stream, cfg)
-		cancel()
-		if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) {
-			return cons, err
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		case <-t.C:
-		}
-		wait = min(2*wait, 2*time.Second)
-	}
-}
-
-// orderedCreateTimeout bounds one attempt to create an ordered consumer:
-// nats.go's default API timeout.
-const orderedCreateTimeout = 5 * time.Second

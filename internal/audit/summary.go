@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/droverhq/drover/internal/table"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -234,7 +235,7 @@ func (s WorkflowSummary) WriteTable(w io.Writer) error {
 			outcome += " (" + t.Reason + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", t.Workflow, t.Task, outcome, t.Attempts,
-			seconds(t.Duration), dash(string(t.Cache.Planner)), dash(string(t.Cache.Implementer)), dash(string(t.Cache.Judge)))
+			seconds(t.Duration), table.Dash(string(t.Cache.Planner)), table.Dash(string(t.Cache.Implementer)), table.Dash(string(t.Cache.Judge)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -252,14 +253,6 @@ func (s WorkflowSummary) WriteTable(w io.Writer) error {
 
 // seconds renders d as seconds with one decimal, e.g. "12.3s".
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
-
-// dash renders an empty cell as "-".
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
 
 // WriteJSONLine writes r's body as one line of JSON (the stored body,
 // compacted, so fields this version does not know are kept), for JSONL tools.

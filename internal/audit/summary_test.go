@@ -3,7 +3,6 @@ package audit_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -97,29 +96,6 @@ func TestSummarize(t *testing.T) {
 	require.Contains(t, buf.String(), "wall-clock 0.0s  sum of task time 0.0s  speedup 0.00x")
 }
 
-func TestEventTable(t *testing.T) {
-	evs := rdSumEvents()
-	failed := evs[12]
-	failed.Timestamp = failed.Timestamp.Add(123 * time.Millisecond).In(time.FixedZone("X", 3600))
-	failed.Error, failed.DurationMS, failed.Status = "runner crashed\nstack...", 1500, subjects.StatusFailure
-	var buf bytes.Buffer
-	tab := audit.WriteEventsTable(&buf)
-	tab.Add(audit.Record{Event: evs[2]})
-	tab.Add(audit.Record{Event: failed})
-	tab.Add(audit.Record{Seq: 9, Subject: "drover.audit.x.y.system.task_accepted", Time: failed.Timestamp, Err: errors.New("bad body")})
-	require.NoError(t, tab.Flush())
-
-	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
-	require.Len(t, lines, 4)
-	require.True(t, strings.HasPrefix(lines[0], "TIME "))
-	require.Equal(t, []string{"2026-11-30T12:00:11.123Z", "w", "T2", "system", "task_failed", "1", "failure", "-", "1.5s", "max_deliveries", "runner", "crashed"}, strings.Fields(lines[2]))
-	require.Equal(t, []string{"2026-11-30T12:00:01.000Z", "w", "T1", "planner", "planner_decision", "1", "success", "yes", "-", "-", "-"}, strings.Fields(lines[1]))
-	require.Contains(t, lines[3], "bad body")
-	col := strings.Index(lines[0], "EVENT")
-	require.Equal(t, col, strings.Index(lines[1], "planner_decision"), "aligned")
-	require.Equal(t, col, strings.Index(lines[2], "task_failed"), "aligned")
-}
-
 func TestWriteJSONLine(t *testing.T) {
 	body := "{\n  \"event_id\": \"w/T1/1/system/task_accepted\",\n  \"future_field\": [1, 2]\n}"
 	var buf bytes.Buffer
@@ -135,19 +111,4 @@ func TestWriteJSONLine(t *testing.T) {
 	require.Equal(t, 1, strings.Count(buf.String(), "\n"))
 
 	require.Error(t, audit.WriteJSONLine(&buf, audit.Record{Data: []byte("{not json")}))
-}
-
-func TestEventTableEscapesControls(t *testing.T) {
-	ev := rdSumEvents()[12]
-	ev.Error, ev.Action = "boom \x1b]0;owned\x07 \u202eevil", "\x1b[2J"
-	var buf bytes.Buffer
-	tab := audit.WriteEventsTable(&buf)
-	tab.Add(audit.Record{Event: ev})
-	require.NoError(t, tab.Flush())
-	out := buf.String()
-	require.NotContains(t, out, "\x1b")
-	require.NotContains(t, out, "\x07")
-	require.NotContains(t, out, "\u202e")
-	require.Contains(t, out, `\x1b[2J`)
-	require.Contains(t, out, `\u202eevil`)
 }

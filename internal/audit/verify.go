@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/streamread"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -111,6 +112,13 @@ type VerifyReport struct {
 	// counts the entries read.
 	DLQChecked bool `json:"dlq_checked"`
 	DLQEntries int  `json:"dlq_entries"`
+	// DLQHorizon is the time before which the DLQ may no longer hold an
+	// entry (its MaxAge, or the oldest entry it kept once it removed some,
+	// less a minute's slack); zero when it holds every entry ever stored.
+	// DLQAgedOut counts the task_failed and task_rejected events older
+	// than DLQHorizon that have no DLQ entry: aged out, not checked.
+	DLQHorizon time.Time `json:"dlq_horizon,omitzero"`
+	DLQAgedOut int       `json:"dlq_aged_out"`
 	// Duration is how long Verify took; EventsPerSec is Events/Duration.
 	Duration     time.Duration `json:"duration_ns"`
 	EventsPerSec float64       `json:"events_per_sec"`
@@ -162,7 +170,10 @@ const verifyPullBytes = 16 << 20
 //     same task are not part of the task and may come at any time);
 //   - with opts.DLQ, every task_failed and task_rejected has exactly one
 //     DLQ entry (rejections matched by Drover-Stream-Seq, failures by
-//     workflow, task and reason).
+//     workflow, task and reason), except that an event older than what the
+//     DLQ can still hold (VerifyReport.DLQHorizon: its MaxAge, or its
+//     oldest entry once it removed some) and without an entry is counted
+//     in DLQAgedOut instead.
 //
 // Tasks without a terminal event are counted as open, not as violations.
 // The DLQ is read after the audit stream, and a DLQ entry is always written
@@ -204,8 +215,8 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 		if rep.Filter != "" {
 			cfg.FilterSubjects = []string{rep.Filter}
 		}
-		err := readOrdered(ctx, js, names.AuditStream(), cfg, last, func(seq uint64, m jetstream.Msg) {
-			c.observe(seq, m.Subject(), m.Headers().Get(subjects.HeaderMsgID), m.Data())
+		err := readOrdered(ctx, js, names.AuditStream(), cfg, last, func(md *jetstream.MsgMetadata, m jetstream.Msg) {
+			c.observe(md.Sequence.Stream, md.Timestamp, m.Subject(), m.Headers().Get(subjects.HeaderMsgID), m.Data())
 		})
 		if err != nil {
 			return rep, err
@@ -241,12 +252,12 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 // order, up to sequence last, through an ordered consumer with a large pull
 // buffer. The consumer is deleted before it returns.
 func readOrdered(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, last uint64,
-	fn func(seq uint64, msg jetstream.Msg)) error {
-	cons, err := OrderedConsumer(ctx, js, stream, cfg)
+	fn func(md *jetstream.MsgMetadata, msg jetstream.Msg)) error {
+	cons, err := streamread.OrderedConsumer(ctx, js, stream, cfg)
 	if err != nil {
 		return fmt.Errorf("audit: verify: consumer on %s: %w", stream, err)
 	}
-	defer DeleteConsumer(ctx, StreamOf(js, stream), cons)
+	defer streamread.DeleteConsumer(ctx, streamread.StreamOf(js, stream), cons)
 	it, err := cons.Messages(jetstream.PullMaxBytes(verifyPullBytes))
 	if err != nil {
 		return fmt.Errorf("audit: verify: read %s: %w", stream, err)
@@ -264,7 +275,7 @@ func readOrdered(ctx context.Context, js jetstream.JetStream, stream string, cfg
 		if err != nil {
 			return fmt.Errorf("audit: verify: read %s: %w", stream, err)
 		}
-		fn(md.Sequence.Stream, msg)
+		fn(md, msg)
 		if md.Sequence.Stream >= last || md.NumPending == 0 {
 			return nil
 		}

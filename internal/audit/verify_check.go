@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/droverhq/drover/subjects"
 )
@@ -83,6 +84,8 @@ type event struct {
 	typ               uint8
 	attempt, n        uint64
 	action            string
+	at                time.Time // when the audit stream stored it
+	stamp             time.Time // the body's timestamp, read with action
 	data              []byte
 	wellFormedEventID bool
 }
@@ -114,14 +117,14 @@ func (c *checker) violate(e *event, rule, format string, args ...any) {
 	c.viol.add(Violation{Seq: e.seq, EventID: e.id, Subject: e.subject, Rule: rule, Detail: fmt.Sprintf(format, args...)})
 }
 
-// observe checks one message of the audit stream.
-func (c *checker) observe(seq uint64, subject, msgID string, data []byte) {
+// observe checks one message of the audit stream, stored at at.
+func (c *checker) observe(seq uint64, at time.Time, subject, msgID string, data []byte) {
 	c.rep.Events++
 	if c.rep.FirstSeq == 0 {
 		c.rep.FirstSeq = seq
 	}
 	c.rep.LastSeq = seq
-	e := event{seq: seq, subject: subject, id: msgID, data: data}
+	e := event{seq: seq, at: at, subject: subject, id: msgID, data: data}
 	if c.rep.SeqChecked {
 		if seq != c.nextSeq {
 			c.violate(&e, RuleMissingSeq, "sequences %d to %d are missing: the stream denies deletes, so events were removed", c.nextSeq, seq-1)
@@ -144,7 +147,7 @@ func (c *checker) observe(seq uint64, subject, msgID string, data []byte) {
 		}
 	case e.typ == tRejected:
 		c.rep.Rejected++
-		c.rejects = append(c.rejects, dlqNeed{seq: seq, id: msgID, subject: subject, wf: e.wf, task: e.task, reqSeq: e.n, reason: e.action})
+		c.rejects = append(c.rejects, dlqNeed{seq: seq, id: msgID, subject: subject, wf: e.wf, task: e.task, reqSeq: e.n, reason: e.action, at: e.earliest()})
 	case reserved:
 		c.violate(&e, RuleSubject, "%s is a task event, but its subject names task %s (the workflow itself)", typeRules[e.typ].et, subjects.Reserved)
 	default:
@@ -273,8 +276,9 @@ func (c *checker) checkBody(e *event) {
 		return
 	}
 	var body struct {
-		EventID string `json:"event_id"`
-		Action  string `json:"action"`
+		EventID   string    `json:"event_id"`
+		Action    string    `json:"action"`
+		Timestamp time.Time `json:"timestamp"`
 	}
 	if err := json.Unmarshal(d, &body); err != nil {
 		c.violate(e, RuleBody, "body is not an audit event: %v", err)
@@ -283,7 +287,16 @@ func (c *checker) checkBody(e *event) {
 	if body.EventID != e.id {
 		c.violate(e, RuleEventIDBody, "body event_id %q differs from %s", body.EventID, subjects.HeaderMsgID)
 	}
-	e.action = body.Action
+	e.action, e.stamp = body.Action, body.Timestamp
+}
+
+// earliest is the earlier of the event's stored time and its body's
+// timestamp (zero if it has none).
+func (e *event) earliest() time.Time {
+	if !e.stamp.IsZero() && e.stamp.Before(e.at) {
+		return e.stamp
+	}
+	return e.at
 }
 
 // duplicate reports whether e's event ID was seen before, and records it.

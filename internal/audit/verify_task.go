@@ -122,7 +122,7 @@ func (c *checker) step(ts *taskState, e *event) {
 			c.violate(e, RuleOrder, "task_completed of round %d without an approving judge_verdict of that round", e.attempt)
 		}
 	case tFailed:
-		c.failures = append(c.failures, dlqNeed{seq: e.seq, id: e.id, subject: e.subject, wf: e.wf, task: e.task, reason: e.action})
+		c.failures = append(c.failures, dlqNeed{seq: e.seq, id: e.id, subject: e.subject, wf: e.wf, task: e.task, reason: e.action, at: e.earliest()})
 	}
 	if terminal {
 		ts.term, ts.termSeq = e.typ, e.seq

@@ -74,7 +74,9 @@ func vfProvision(t *testing.T) jetstream.JetStream {
 func vfStore(t *testing.T, js jetstream.JetStream, steps ...vf) []uint64 {
 	t.Helper()
 	ctx := context.Background()
-	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	// Recent timestamps: a DLQ entry is only checked for while the DLQ can
+	// still hold it (its max age, 30 days by default).
+	t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	seqs := make([]uint64, len(steps))
 	for i, s := range steps {
 		wf := "w"

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/streamread"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -108,7 +108,7 @@ func (a *Admin) roleStats(ctx context.Context, s jetstream.Stream, role subjects
 	if err != nil {
 		return rs, fmt.Errorf("cache: stats of %s: %w", role, err)
 	}
-	defer audit.DeleteConsumer(ctx, s, cons)
+	defer streamread.DeleteConsumer(ctx, s, cons)
 	pending := cons.CachedInfo().NumPending
 	for pending > 0 {
 		batch, err := cons.Fetch(int(min(pending, statsBatch)), jetstream.FetchMaxWait(statsWait))

@@ -151,11 +151,11 @@ func runAudit(ctx context.Context, g *globals, f auditFlags, q audit.Query) erro
 	var (
 		n      int
 		events []subjects.AuditEvent
-		table  *audit.EventTable
+		table  *eventTable
 	)
 	var backlog uint64
 	if !f.json && !f.summary {
-		table = audit.WriteEventsTable(g.stdout)
+		table = newEventTable(g.stdout)
 		if f.follow {
 			if backlog, err = lastAuditSeq(ctx, c, g, q); err != nil {
 				return err

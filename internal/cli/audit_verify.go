@@ -31,7 +31,9 @@ is well formed, matches its subject and body, and appears once; each task's
 events come in the pipeline's order (task_accepted, planner_decision, then per
 round implementer_change before judge_verdict); a task ends at most once and
 nothing of it follows its end; and every task_failed and task_rejected has
-exactly one DLQ entry.
+exactly one DLQ entry. An event older than what the DLQ can still hold (its
+max age, or its oldest entry once it discarded some) whose entry is gone is
+counted as aged out, not checked, rather than reported.
 
 Tasks without a terminal event yet are counted as open, not as violations.
 --workflow checks one workflow only (sequence gaps are then not checked).
@@ -108,6 +110,10 @@ func writeVerifyReport(w io.Writer, rep audit.VerifyReport) error {
 	}
 	if rep.DLQChecked {
 		fmt.Fprintf(&b, "DLQ: %s entries cross-checked\n", vfDigits(uint64(rep.DLQEntries)))
+		if rep.DLQAgedOut > 0 {
+			fmt.Fprintf(&b, "DLQ: %s failed or rejected requests older than the DLQ holds (before %s): aged out, not checked\n",
+				vfDigits(uint64(rep.DLQAgedOut)), rep.DLQHorizon.UTC().Format(time.RFC3339))
+		}
 	} else {
 		b.WriteString("DLQ: not checked\n")
 	}

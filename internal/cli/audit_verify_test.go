@@ -28,6 +28,12 @@ func TestWriteVerifyReport(t *testing.T) {
 	require.Contains(t, out, "open (no terminal event yet): w/T1 w/T2 and 498 more\n")
 	require.Contains(t, out, "DLQ: 512 entries cross-checked\n")
 	require.NotContains(t, out, "violation")
+	require.NotContains(t, out, "aged out")
+
+	rep.DLQAgedOut, rep.DLQHorizon = 3, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	buf.Reset()
+	require.NoError(t, writeVerifyReport(&buf, rep))
+	require.Contains(t, buf.String(), "DLQ: 3 failed or rejected requests older than the DLQ holds (before 2026-11-01T12:00:00Z): aged out, not checked\n")
 
 	v := audit.Violation{Seq: 7, EventID: "w/T1/1/judge/judge_verdict", Rule: audit.RuleOrder, Detail: "judge_verdict of round 1 before the implementer_change of round 1"}
 	rep = audit.VerifyReport{Workflow: "w", Events: 9, Tasks: 1, Duration: 35 * time.Millisecond, EventsPerSec: 257,

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -95,7 +94,7 @@ func newDlqLsCmd(g *globals) *cobra.Command {
 			}
 			t := func(s string) string { return redact.Terminal(strings.Join(strings.Fields(s), " ")) } // one line per entry
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Seq, e.Time.UTC().Format(time.DateTime), t(e.Queue), t(string(e.Reason)),
-				t(e.Ref()), e.Deliveries, t(clip(e.Error, 60)))
+				t(e.Ref()), e.Deliveries, t(redact.ClipRunes(redact.OneLine(e.Error), 60)))
 			return nil
 		})
 		if err != nil {
@@ -166,15 +165,6 @@ func parseSeq(s string) (uint64, error) {
 		return 0, fmt.Errorf("SEQ %q: want a DLQ stream sequence, a whole number from 1 (see drover dlq ls)", s)
 	}
 	return seq, nil
-}
-
-// clip keeps s on one line and at most n runes.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-3]) + "..."
 }
 
 type redriveFlags struct {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/droverhq/drover/internal/board"
 	"github.com/droverhq/drover/internal/lessons"
+	"github.com/droverhq/drover/internal/redact"
+	"github.com/droverhq/drover/internal/table"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -83,7 +85,7 @@ Lessons print oldest first, newest last. --type reads only that type's lessons.`
 			fmt.Fprintln(tw, "TIME\tTYPE\tROLE\tATTEMPT\tKIND\tWHAT\tFEEDBACK")
 			for _, l := range got {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l.Time.UTC().Format(time.DateTime), l.Type, l.Role, l.Attempt,
-					l.Kind, clip(l.What, 50), dash(clip(l.Feedback, 60)))
+					l.Kind, redact.ClipRunes(redact.OneLine(l.What), 50), table.Dash(redact.ClipRunes(redact.OneLine(l.Feedback), 60)))
 			}
 			return tw.Flush()
 		},

@@ -63,7 +63,7 @@ func seed(ctx context.Context, g *globals, w *worker.Worker, url string, f serve
 		}
 	}
 	var events []subjects.AuditEvent
-	table := audit.WriteEventsTable(g.stdout)
+	table := newEventTable(g.stdout)
 	fmt.Fprintf(g.stdout, "\nThe audit trail of %s (drover audit --workflow %s):\n\n", wf, wf)
 	err = audit.Replay(ctx, c.js, g.names, audit.Query{Workflow: wf}, func(r audit.Record) error {
 		table.Add(r)

@@ -163,7 +163,7 @@ func writeTaskState(w io.Writer, st subjects.TaskState, rev uint64, now time.Tim
 		}
 		row("failed tries", strings.Join(tries, ", "))
 	}
-	row("feedback", taskLine(st.Feedback))
+	row("feedback", redact.ClipRunes(redact.FirstLine(st.Feedback), 120))
 	roles := make([]string, 0, len(st.Outputs))
 	for r := range st.Outputs {
 		roles = append(roles, string(r))
@@ -206,15 +206,6 @@ func taskTime(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
-
-// taskLine keeps the first line of s, cut to 120 characters.
-func taskLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	if r := []rune(s); len(r) > 120 {
-		s = string(r[:119]) + "…"
-	}
-	return s
 }
 
 // stateBucket opens the deployment's state bucket, saying what a missing

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/droverhq/drover/internal/table"
 	"github.com/droverhq/drover/internal/workflow"
 	"github.com/droverhq/drover/subjects"
 )
@@ -121,7 +122,7 @@ func newWorkflowStatusCmd(g *globals) *cobra.Command {
 			fmt.Fprintln(tw, "TASK\tSTATE\tSTAGE\tATTEMPT\tWORKER\tSTARTED\tTOOK\tREASON")
 			for _, t := range st.Tasks {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", t.Task, t.State, t.Stage, t.Attempt, t.Worker,
-					t.StartedAt.Format(time.RFC3339), t.Took.Round(time.Millisecond), dash(t.Reason))
+					t.StartedAt.Format(time.RFC3339), t.Took.Round(time.Millisecond), table.Dash(t.Reason))
 			}
 			return tw.Flush()
 		},
@@ -171,11 +172,4 @@ func newWorkflowListCmd(g *globals) *cobra.Command {
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON lines")
 	return c
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

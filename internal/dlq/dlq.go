@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/streamread"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -139,11 +139,11 @@ func List(ctx context.Context, js jetstream.JetStream, names subjects.Names, f F
 	if err != nil {
 		return fmt.Errorf("dlq: last entry of %s: %w", filter, err)
 	}
-	cons, err := audit.OrderedConsumer(ctx, js, names.DLQStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	cons, err := streamread.OrderedConsumer(ctx, js, names.DLQStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		return fmt.Errorf("dlq: read %s: %w", filter, err)
 	}
-	defer audit.DeleteConsumer(ctx, stream, cons)
+	defer streamread.DeleteConsumer(ctx, stream, cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return fmt.Errorf("dlq: read %s: %w", filter, err)

@@ -23,12 +23,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -224,18 +224,9 @@ const (
 // "[judge, attempt 2, rejected] the judge rejected attempt 2: <feedback>".
 // White space runs become one space, and long texts are cut.
 func Format(l subjects.Lesson) string {
-	s := fmt.Sprintf("[%s, attempt %d, %s] %s", l.Role, l.Attempt, l.Kind, oneLine(l.What, maxWhat))
+	s := fmt.Sprintf("[%s, attempt %d, %s] %s", l.Role, l.Attempt, l.Kind, redact.ClipRunes(redact.OneLine(l.What), maxWhat))
 	if l.Feedback != "" {
-		s += ": " + oneLine(l.Feedback, maxFeedback)
-	}
-	return s
-}
-
-// oneLine collapses white space and keeps at most n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n-1]) + "…"
+		s += ": " + redact.ClipRunes(redact.OneLine(l.Feedback), maxFeedback)
 	}
 	return s
 }

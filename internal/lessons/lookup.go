@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/streamread"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -116,7 +116,7 @@ func (b *Book) scan(ctx context.Context, filters []string, fn func(string, subje
 	if err != nil {
 		return err
 	}
-	defer audit.DeleteConsumer(ctx, st, cons)
+	defer streamread.DeleteConsumer(ctx, st, cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return err

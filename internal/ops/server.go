@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // Limits of the ops server. A client that sends its request slowly, or
@@ -147,7 +149,7 @@ func Reason(err error) string {
 		msg = msg[:i]
 	}
 	if len(msg) > maxReasonBytes {
-		msg = strings.ToValidUTF8(msg[:maxReasonBytes], "") + "..."
+		msg = redact.Cut(msg, maxReasonBytes) + "..."
 	}
 	if msg == "" {
 		return "unknown"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
@@ -151,7 +152,8 @@ func (t *taskRun) nextState() subjects.TaskState {
 	return next
 }
 
-// backoff is the nak delay after a failed delivery n.
+// backoff is the nak delay after a failed delivery n: RetryBase, doubled
+// per delivery, at most RetryMax.
 func (p *Pipeline) backoff(n uint64) time.Duration {
-	return backoff(p.cfg.RetryBase, p.cfg.RetryMax, n)
+	return backoff.Policy{Base: p.cfg.RetryBase, Max: p.cfg.RetryMax}.DelayN(n)
 }

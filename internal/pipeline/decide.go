@@ -168,16 +168,6 @@ func decideRoleError(ctx context.Context, err error, numDelivered uint64, maxDel
 	return roleRetry
 }
 
-// backoff is the nak delay after a failed delivery n: base, doubled per
-// delivery, at most max.
-func backoff(base, max time.Duration, n uint64) time.Duration {
-	d := base
-	for i := uint64(1); i < n && d < max; i++ {
-		d *= 2
-	}
-	return min(d, max)
-}
-
 // gateStep is what the workflow gate lets a task do before a role.
 type gateStep int
 

@@ -174,9 +174,11 @@ func TestBackoff(t *testing.T) {
 		{0, time.Second}, {1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second},
 		{6, 32 * time.Second}, {7, time.Minute}, {50, time.Minute},
 	} {
-		assert.Equal(t, tc.want, backoff(time.Second, time.Minute, tc.n), "delivery %d", tc.n)
+		p := &Pipeline{cfg: Config{RetryBase: time.Second, RetryMax: time.Minute}}
+		assert.Equal(t, tc.want, p.backoff(tc.n), "delivery %d", tc.n)
 	}
-	assert.Equal(t, 3*time.Second, backoff(2*time.Second, 3*time.Second, 2), "capped at a max that is not a power of two")
+	p := &Pipeline{cfg: Config{RetryBase: 2 * time.Second, RetryMax: 3 * time.Second}}
+	assert.Equal(t, 3*time.Second, p.backoff(2), "capped at a max that is not a power of two")
 }
 
 // TestDecideGate covers step 8: running or unknown -> run, paused -> park,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -101,11 +102,7 @@ func (p *Pipeline) failedEvents(t *taskRun, attempt int, reason subjects.Reason,
 
 // boundError keeps error text bounded in events and headers.
 func boundError(s string) string {
-	const limit = 4 << 10
-	if len(s) > limit {
-		return s[:limit] + "...(truncated)"
-	}
-	return s
+	return redact.Clip(s, 4<<10, "...(truncated)")
 }
 
 func mustJSON(v any) json.RawMessage {

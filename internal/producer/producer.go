@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/streamread"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -85,11 +85,11 @@ func FollowTerminal(ctx context.Context, js jetstream.JetStream, names subjects.
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = afterSeq + 1
 	}
-	cons, err := audit.OrderedConsumer(ctx, js, names.AuditStream(), cfg)
+	cons, err := streamread.OrderedConsumer(ctx, js, names.AuditStream(), cfg)
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", workflow, err)
 	}
-	defer audit.DeleteConsumer(ctx, audit.StreamOf(js, names.AuditStream()), cons)
+	defer streamread.DeleteConsumer(ctx, streamread.StreamOf(js, names.AuditStream()), cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", workflow, err)

@@ -3,7 +3,8 @@ package prompt
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // Lessons are text a model wrote in an earlier run: stored data that would
@@ -69,11 +70,7 @@ func quoteLesson(s string) string {
 	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
 	s = neutral.Replace(s)
 	if len(s) > MaxLessonBytes {
-		cut := MaxLessonBytes - len("…")
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
+		s = redact.Cut(s, MaxLessonBytes-len("…")) + "…"
 	}
 	return s
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/blobs"
+	"github.com/droverhq/drover/internal/streamread"
 )
 
 // blobs removes old blobs that nothing kept refers to. The audit stream is
@@ -101,7 +101,7 @@ func (r *run) auditRefs(ctx context.Context) (map[string]bool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gc: audit stream: %w", err)
 	}
-	defer audit.DeleteConsumer(ctx, r.s.Audit, cons)
+	defer streamread.DeleteConsumer(ctx, r.s.Audit, cons)
 	for {
 		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/internal/prompt"
 	"github.com/droverhq/drover/subjects"
 )
@@ -252,7 +253,7 @@ func NewOpenAI(role subjects.Role, cfg OpenAIConfig, prompts *prompt.Set, opts .
 		prompts = prompt.Defaults()
 	}
 	o := &OpenAI{role: role, cfg: cfg, prompts: prompts, endpoint: cfg.BaseURL + "/chat/completions", noFormat: new(atomic.Bool)}
-	o.opts = openAIOptions{lookupEnv: os.LookupEnv, sleep: wait}
+	o.opts = openAIOptions{lookupEnv: os.LookupEnv, sleep: backoff.Sleep}
 	for _, opt := range opts {
 		if err := opt(&o.opts); err != nil {
 			return nil, fmt.Errorf("%s: openai: %w", role, err)

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // maxOpenAIResponse bounds a successful response body.
@@ -265,9 +267,5 @@ func (o *OpenAI) result(ctx context.Context, raw []byte, retries int, key string
 // clipMeta cuts a string from the server to maxMetaBytes at a rune
 // boundary, as valid UTF-8, marking the cut.
 func clipMeta(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= maxMetaBytes {
-		return s
-	}
-	return cutRunes(s, maxMetaBytes) + "…[truncated]"
+	return redact.Clip(strings.ToValidUTF8(s, "\uFFFD"), maxMetaBytes, "…[truncated]")
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/droverhq/drover/internal/backoff"
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // Bounds of the response text an error quotes.
@@ -47,17 +49,7 @@ func (o *OpenAI) statusFailure(resp *http.Response, body string, keySet, keySent
 // times, capped at RetryMax, with jitter over its upper half so workers
 // rate-limited together do not retry together.
 func (o *OpenAI) backoff(n int) time.Duration {
-	d, ceiling := o.cfg.RetryBase, o.cfg.RetryMax
-	for i := 1; i < n && d < ceiling; i++ {
-		if d > ceiling/2 {
-			d = ceiling
-			break
-		}
-		d *= 2
-	}
-	d = min(d, ceiling)
-	half := d / 2
-	return d - half + rand.N(half+1)
+	return backoff.Policy{Base: o.cfg.RetryBase, Max: o.cfg.RetryMax, Jitter: true}.Delay(n)
 }
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
@@ -103,8 +95,5 @@ func excerpt(r io.Reader, key string) string {
 	if s == "" {
 		return "(empty body)"
 	}
-	if len(s) <= excerptBytes {
-		return s
-	}
-	return cutRunes(s, excerptBytes) + "…"
+	return redact.Clip(s, excerptBytes, "…")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -120,7 +121,7 @@ func TestOpenAICancelStopsRetries(t *testing.T) {
 		reply(http.StatusServiceUnavailable, "busy", "Retry-After", "3600")(w, r)
 		served <- struct{}{}
 	})
-	o := b.runner(t, subjects.RolePlanner, OpenAIConfig{RetryMax: time.Hour}, WithSleep(wait))
+	o := b.runner(t, subjects.RolePlanner, OpenAIConfig{RetryMax: time.Hour}, WithSleep(backoff.Sleep))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req := openAIReq(t, subjects.RolePlanner)

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -256,22 +256,7 @@ func textResult(key, action string, text []byte) Result {
 
 // clip cuts s to maxReasoningBytes at a rune boundary, marking the cut.
 func clip(s string) string {
-	if len(s) <= maxReasoningBytes {
-		return s
-	}
-	return cutRunes(s, maxReasoningBytes) + " [truncated]"
-}
-
-// cutRunes is the longest prefix of s of at most n bytes that ends at a
-// rune boundary.
-func cutRunes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return redact.Clip(s, maxReasoningBytes, " [truncated]")
 }
 
 func compact(raw []byte) json.RawMessage {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // maxPanicStack bounds the stack kept in a panic's error.
@@ -25,10 +27,7 @@ func WithRecover() Middleware {
 				if fp, ok := v.(*forwardedPanic); ok {
 					v, stack = fp.value, fp.stack
 				}
-				if len(stack) > maxPanicStack {
-					stack = stack[:maxPanicStack]
-				}
-				res, err = Result{}, fmt.Errorf("%w: %s: %v\n%s", ErrPanic, req.Role, v, stack)
+				res, err = Result{}, fmt.Errorf("%w: %s: %v\n%s", ErrPanic, req.Role, v, redact.Cut(string(stack), maxPanicStack))
 			}()
 			return next.Run(ctx, req)
 		}}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -62,7 +63,7 @@ func (s *Sim) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("%w: %v", ErrPermanent, err)
 	}
 	if ms := ctl.LatencyMS[req.Role]; ms > 0 {
-		if err := wait(ctx, time.Duration(ms)*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, time.Duration(ms)*time.Millisecond); err != nil {
 			return Result{}, fmt.Errorf("sim: %s latency: %w", req.Role, err)
 		}
 	}
@@ -77,18 +78,6 @@ func (s *Sim) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("sim: %s failure on try %d", req.Role, req.Try)
 	}
 	return simOutput(req, ctl)
-}
-
-// wait blocks for d or until ctx is done, whichever comes first.
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // begin counts a call and updates the concurrency gauge and its maximum.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/droverhq/drover/internal/table"
 )
 
 // WriteTable prints the role and type statistics as two aligned tables.
@@ -32,7 +34,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 			verdicts[i] = fmt.Sprintf("%d/%d", t.Rejections[i], t.Verdicts[i])
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", t.Type, t.Completed, t.Failed, ints(t.Rounds),
-			dash(strings.Join(verdicts, ",")), attempts(t))
+			table.Dash(strings.Join(verdicts, ",")), attempts(t))
 	}
 	return tw.Flush()
 }
@@ -102,14 +104,7 @@ func ints(xs []int) string {
 	for i, x := range xs {
 		s[i] = strconv.Itoa(x)
 	}
-	return dash(strings.Join(s, ","))
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return table.Dash(strings.Join(s, ","))
 }
 
 func plural(n int, word string) string {

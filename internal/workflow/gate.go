@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -45,11 +46,9 @@ type Gate struct {
 	hold <-chan struct{}
 }
 
-// Gate retry delays after its watch closed: doubling, capped.
-const (
-	rewatchMin = 100 * time.Millisecond
-	rewatchMax = 5 * time.Second
-)
+// rewatchBackoff is the gate's delay before watch try n after its watch
+// closed: 100ms, doubling, capped at 5s.
+var rewatchBackoff = backoff.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second}
 
 // StartGate watches the workflow keys until ctx ends. It returns once the
 // current states are loaded, so no task starts before a pause is known; the
@@ -149,30 +148,22 @@ func (g *Gate) follow(ctx context.Context, w jetstream.KeyWatcher, loaded func()
 // rewatch watches again, with doubling delays, until it succeeds (the new
 // watcher) or ctx ends (nil).
 func (g *Gate) rewatch(ctx context.Context) jetstream.KeyWatcher {
-	delay := rewatchMin
-	for {
+	for try := 1; ; try++ {
 		if g.hold != nil {
 			select {
 			case <-g.hold:
 			case <-ctx.Done():
 				return nil
 			}
-		} else {
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			}
+		} else if backoff.Sleep(ctx, rewatchBackoff.Delay(try)) != nil {
+			return nil
 		}
 		w, err := g.watch(ctx)
 		if err == nil {
 			g.log.Info("workflow gate: watching workflow states again")
 			return w
 		}
-		g.log.Warn("workflow gate: could not watch again; retrying", "err", err, "in", delay)
-		delay = min(2*delay, rewatchMax)
+		g.log.Warn("workflow gate: could not watch again; retrying", "err", err, "in", rewatchBackoff.Delay(try+1))
 	}
 }
 
