@@ -66,7 +66,7 @@ events until interrupted.`,
 	fl.BoolVarP(&f.follow, "follow", "f", false, "keep printing new events until interrupted (Ctrl-C)")
 	fl.BoolVar(&f.json, "json", false, "print each event as one line of JSON (JSONL)")
 	fl.BoolVar(&f.summary, "summary", false, "print a per-task summary of the workflow (needs --workflow)")
-	cmd.AddCommand(newAuditVerifyCmd(g))
+	cmd.AddCommand(newAuditVerifyCmd(g), newAuditExportCmd(g))
 	return cmd
 }
 

@@ -200,4 +200,3 @@ func forever(d time.Duration) time.Duration {
 	}
 	return d
 }
-

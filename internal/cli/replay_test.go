@@ -3,12 +3,17 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/replay"
@@ -62,4 +67,56 @@ func TestReplayCommand(t *testing.T) {
 	require.Equal(t, 3, rep.Summary.Compared) // a once, b twice
 	require.InDelta(t, 1.0, rep.Summary.AgreementRate, 1e-9)
 	require.EqualValues(t, 3, rep.LiveCalls)
+}
+
+// drover audit export writes every matching event once, as JSON lines or
+// as CloudEvents, to stdout or a file.
+func TestAuditExportCommand(t *testing.T) {
+	t.Parallel()
+	srv, _, js, _ := natstest.Provisioned(t, natstest.Sync(time.Minute))
+	names := subjects.MustNames(subjects.DefaultPrefix)
+	pub := audit.NewPublisher(js, names)
+	ctx := context.Background()
+	for i := range 5 {
+		wf := "wf"
+		if i == 4 {
+			wf = "other"
+		}
+		ev := &subjects.AuditEvent{EventID: fmt.Sprintf("e%d", i), EventType: subjects.EventTaskAccepted, WorkflowID: wf, TaskID: fmt.Sprintf("t%d", i),
+			Actor: subjects.ActorSystem, Attempt: 1, Timestamp: time.Now().UTC(), Status: subjects.StatusSuccess}
+		_, err := pub.PublishEvent(ctx, ev, "", false, 0)
+		require.NoError(t, err)
+	}
+	code, out, errOut := runCLI(t, "audit", "export", "--workflow", "wf", "--nats-url", srv.ClientURL())
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 4)
+	var ev subjects.AuditEvent
+	require.NoError(t, json.Unmarshal([]byte(lines[3]), &ev))
+	require.Equal(t, "e3", ev.EventID)
+	require.Contains(t, errOut, "exported 4 events")
+
+	file := filepath.Join(t.TempDir(), "ce.jsonl")
+	code, _, errOut = runCLI(t, "audit", "export", "--format", "cloudevents", "-o", file, "--nats-url", srv.ClientURL())
+	require.Equal(t, 0, code, errOut)
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	lines = strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	require.Len(t, lines, 5)
+	var ce struct {
+		SpecVersion, ID, Type, Source string
+		Seq                           uint64 `json:"drover_seq"`
+		Data                          subjects.AuditEvent
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[4]), &ce))
+	require.Equal(t, "1.0", ce.SpecVersion)
+	require.Equal(t, "e4", ce.ID)
+	require.Equal(t, "dev.drover.task_accepted", ce.Type)
+	require.Equal(t, "drover/drover", ce.Source)
+	require.EqualValues(t, 5, ce.Seq)
+	require.Equal(t, "other", ce.Data.WorkflowID)
+
+	code, _, errOut = runCLI(t, "audit", "export", "--format", "xml", "--nats-url", srv.ClientURL())
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `--format: format "xml"`)
 }
