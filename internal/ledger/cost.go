@@ -191,3 +191,24 @@ func FromMetadata(raw json.RawMessage) (Cost, bool) {
 	}
 	return *md.Cost, true
 }
+
+// Budgets are the default spend limits in USD; zero means no limit. A
+// task's request can set its own (metadata budget_usd), and a workflow's
+// its own (metadata workflow_budget_usd of any of its requests, the
+// board's budget column).
+type Budgets struct {
+	// TaskUSD limits one task's spend over all its rounds and retries.
+	TaskUSD float64 `yaml:"task_usd" json:"task_usd"`
+	// WorkflowUSD limits a workflow's spend, fleet-wide.
+	WorkflowUSD float64 `yaml:"workflow_usd" json:"workflow_usd"`
+}
+
+// Validate checks the limits are finite and not negative.
+func (b Budgets) Validate() error {
+	for name, v := range map[string]float64{"budgets.task_usd": b.TaskUSD, "budgets.workflow_usd": b.WorkflowUSD} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s: %v must be a number of 0 or more", name, v)
+		}
+	}
+	return nil
+}

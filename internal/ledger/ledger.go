@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ import (
 type Ledger struct {
 	prices  Prices
 	metrics *Metrics
+	keeper  *Keeper // nil: no spend kept, no budgets
 }
 
 // New returns a ledger with prices; m may be nil (no metrics).
@@ -88,4 +90,30 @@ func (m *Metrics) add(role subjects.Role, model string, c Cost) {
 	m.tokens.WithLabelValues(string(role), model, "input").Add(float64(c.InputTokens))
 	m.tokens.WithLabelValues(string(role), model, "output").Add(float64(c.OutputTokens))
 	m.usd.WithLabelValues(string(role), model).Add(c.USD)
+}
+
+// WithKeeper makes the ledger keep spend and enforce budgets with k.
+func (l *Ledger) WithKeeper(k *Keeper) *Ledger {
+	l.keeper = k
+	return l
+}
+
+// Admit implements pipeline.Ledger: see Keeper.Admit (nil without a
+// keeper).
+func (l *Ledger) Admit(ctx context.Context, req runner.Request) error {
+	if l.keeper == nil {
+		return nil
+	}
+	return l.keeper.Admit(ctx, req)
+}
+
+// Spent implements pipeline.Ledger: it adds a call's cost to its task's
+// and workflow's spend. A failure is logged: the call is done either way.
+func (l *Ledger) Spent(ctx context.Context, req runner.Request, c Cost) {
+	if l.keeper == nil || c.USD <= 0 {
+		return
+	}
+	if err := l.keeper.Add(ctx, req, c.USD); err != nil {
+		l.keeper.log.Warn("spend: not recorded", "workflow", req.Task.Workflow, "task", req.Task.ID, "role", req.Role, "usd", c.USD, "err", err)
+	}
 }
