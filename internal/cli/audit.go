@@ -195,7 +195,10 @@ func runAudit(ctx context.Context, g *globals, f auditFlags, q audit.Query) erro
 		fmt.Fprintf(g.stderr, "no audit events match %s\n", q.Filter(g.names))
 		return nil
 	case f.summary:
-		return audit.Summarize(events).WriteTable(g.stdout)
+		if err := audit.Summarize(events).WriteTable(g.stdout); err != nil {
+			return err
+		}
+		return writeSpend(g, events)
 	case table != nil:
 		return table.Flush()
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -241,4 +242,34 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// FleetSpend sums the spend of every workflow in the spend bucket: the
+// total and the number of workflows. A missing bucket is no spend.
+func FleetSpend(ctx context.Context, js jetstream.JetStream, names subjects.Names) (usd float64, workflows int, err error) {
+	kv, err := js.KeyValue(ctx, Bucket(names))
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = keys.Stop() }()
+	k := &Keeper{kv: kv}
+	for key := range keys.Keys() {
+		if strings.Contains(key, ".") {
+			continue // a task's key
+		}
+		s, err := k.Get(ctx, key)
+		if err != nil {
+			return 0, 0, err
+		}
+		usd += s.USD
+		workflows++
+	}
+	return usd, workflows, nil
 }
