@@ -167,7 +167,16 @@ func UsageOf(md map[string]any) Usage {
 	}
 	num := func(m map[string]any, keys ...string) int64 {
 		for _, k := range keys {
-			if f, ok := m[k].(float64); ok && f > 0 && f < 1e15 {
+			var f float64
+			switch v := m[k].(type) {
+			case float64:
+				f = v
+			case int64:
+				f = float64(v)
+			case int:
+				f = float64(v)
+			}
+			if f > 0 && f < 1e15 {
 				return int64(f)
 			}
 		}
