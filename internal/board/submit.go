@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -66,6 +67,9 @@ func (b *Board) Requests(workflow, typ string) []subjects.TaskRequest {
 		}
 		if req.Type == "" {
 			req.Type = typ
+		}
+		if v, err := ParseBudget(t.Budget); t.Budget != "" && err == nil {
+			req.Metadata[ledger.MetaTaskBudget] = json.RawMessage(strconv.FormatFloat(v, 'f', -1, 64))
 		}
 		out = append(out, req)
 	}
