@@ -131,12 +131,13 @@ func Run(ctx context.Context, nc *nats.Conn, opts Options) (*Report, error) {
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
+	finished := false
 	defer func() {
 		stop()
 		if err := <-done; err != nil {
 			opts.Log.Warn("re-run worker", "err", err)
 		}
-		deleteConsumer(js, names, queue, opts.Log)
+		deleteConsumer(js, names, queue, !finished, opts.Log)
 	}()
 	select {
 	case <-w.Started():
@@ -171,6 +172,7 @@ func Run(ctx context.Context, nc *nats.Conn, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("waiting for %d of %d re-run tasks: %w", len(left), len(ids), err)
 	}
+	finished = true
 	elapsed := time.Since(started)
 	again, err := Load(ctx, js, names, opts.As, opts.Expander)
 	if err != nil {
@@ -228,13 +230,24 @@ func lastEventOf(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 	return m.Sequence, nil
 }
 
-// deleteConsumer removes the re-run queue's consumer: the queue is used
-// once.
-func deleteConsumer(js jetstream.JetStream, names subjects.Names, queue string, log *slog.Logger) {
+// deleteConsumer removes the re-run queue's consumer, and, when the re-run
+// was interrupted, the requests it left on the queue (which needs the
+// right to purge the task stream): the queue is used once.
+func deleteConsumer(js jetstream.JetStream, names subjects.Names, queue string, interrupted bool, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := js.DeleteConsumer(ctx, names.TasksStream(), names.Consumer(queue)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		log.Warn("re-run queue consumer not deleted", "consumer", names.Consumer(queue), "err", err)
+	}
+	if !interrupted {
+		return
+	}
+	st, err := js.Stream(ctx, names.TasksStream())
+	if err == nil {
+		err = st.Purge(ctx, jetstream.WithPurgeSubject(names.TaskSubject(queue)))
+	}
+	if err != nil {
+		log.Warn("re-run queue not purged", "queue", queue, "err", err)
 	}
 }
 
