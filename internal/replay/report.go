@@ -40,9 +40,9 @@ type TaskReport struct {
 	AttemptsMatch bool `json:"attempts_match"`
 	OutputsMatch  bool `json:"outputs_match"`
 	// OldDecision and NewDecision are the counterfactual role's decisions,
-	// one per round both runs reached ("approve,reject"; for a planner or
+	// one per round each run reached ("reject,approve"; for a planner or
 	// implementer, its action), and OldOutput and NewOutput its first
-	// output that differs (else its first output).
+	// output that differs in a round both reached (else its first output).
 	OldDecision string          `json:"old_decision,omitempty"`
 	NewDecision string          `json:"new_decision,omitempty"`
 	OldOutput   json.RawMessage `json:"old_output,omitempty"`
@@ -124,7 +124,6 @@ func orEmpty(raw json.RawMessage) json.RawMessage {
 
 // decide compares the counterfactual role's steps of one task.
 func (s *Summary) decide(tr *TaskReport, old, nt *Task, role subjects.Role) {
-	var olds, news []string
 	for a := 1; ; a++ {
 		st := Step{Role: role, Attempt: a}
 		o, ok1 := old.Outputs[st]
@@ -135,7 +134,6 @@ func (s *Summary) decide(tr *TaskReport, old, nt *Task, role subjects.Role) {
 			}
 			break
 		}
-		olds, news = append(olds, o.Action), append(news, n.Action)
 		differs := o.Action != n.Action || !sameJSON(o.Output, n.Output)
 		if tr.OldOutput == nil || differs && !tr.Changed {
 			tr.OldOutput, tr.NewOutput = o.Output, n.Output
@@ -157,9 +155,21 @@ func (s *Summary) decide(tr *TaskReport, old, nt *Task, role subjects.Role) {
 			break
 		}
 	}
-	tr.OldDecision, tr.NewDecision = strings.Join(olds, ","), strings.Join(news, ",")
+	tr.OldDecision, tr.NewDecision = strings.Join(decisions(old, role), ","), strings.Join(decisions(nt, role), ",")
 	if tr.Changed {
 		s.Changed = append(s.Changed, tr.Task)
+	}
+}
+
+// decisions lists a role's actions, round by round.
+func decisions(t *Task, role subjects.Role) []string {
+	var out []string
+	for a := 1; ; a++ {
+		o, ok := t.Outputs[Step{Role: role, Attempt: a}]
+		if !ok {
+			return out
+		}
+		out = append(out, o.Action)
 	}
 }
 
