@@ -39,13 +39,16 @@ const (
 	ReasonMaxAttempts       Reason = "max_attempts"
 	ReasonMaxDeliveries     Reason = "max_deliveries"
 	ReasonRoleFailed        Reason = "role_failed"
+	// ReasonBudgetExceeded: the task spent its budget (or its next role
+	// would take it over); it is never retried.
+	ReasonBudgetExceeded Reason = "budget_exceeded"
 )
 
 // Reasons lists every DLQ reason.
 var Reasons = []Reason{
 	ReasonInvalidJSON, ReasonMissingField, ReasonInvalidValue, ReasonTooLarge,
 	ReasonDuplicateID, ReasonWorkflowCancelled, ReasonMaxAttempts, ReasonMaxDeliveries,
-	ReasonRoleFailed,
+	ReasonRoleFailed, ReasonBudgetExceeded,
 }
 
 // MaxTraceparentLen bounds the traceparent header Drover reads: version 00

@@ -351,3 +351,14 @@ func plainKey(k string) bool {
 	}
 	return true
 }
+
+// Metadata keys of a task request that set its budgets (a number of USD).
+// They limit what a task may spend, never what it produces, so they are
+// no part of a role's cache key.
+const (
+	// MetaTaskBudget limits this task's spend.
+	MetaTaskBudget = "budget_usd"
+	// MetaWorkflowBudget limits the spend of the task's workflow; the
+	// lowest any of its running tasks carries applies.
+	MetaWorkflowBudget = "workflow_budget_usd"
+)

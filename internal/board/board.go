@@ -82,6 +82,9 @@ type Task struct {
 	Branch       string
 	Verification string
 	Type         string
+	// Budget is the task's budget in USD ("" none; "$" allowed before the
+	// number), sent as metadata.budget_usd.
+	Budget string
 	// Cells holds every cell as written (trimmed, escapes kept), in column
 	// order, extra columns included.
 	Cells []string

@@ -2,6 +2,9 @@ package board
 
 import (
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/droverhq/drover/subjects"
 )
@@ -35,6 +38,21 @@ func (p *parser) checkRow(r *row) {
 			p.problem(r.line, "%v", err)
 		}
 	}
+	if task.Budget != "" {
+		if _, err := ParseBudget(task.Budget); err != nil {
+			p.problem(r.line, "%v", err)
+		}
+	}
+}
+
+// ParseBudget reads a Budget cell: a number of USD, 0 or more, with an
+// optional "$" before it.
+func ParseBudget(cell string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(cell), "$"), 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("budget %.40q must be a number of USD, 0 or more", cell)
+	}
+	return v, nil
 }
 
 // ValidateType applies the contract's rule for a task type: 1 to 64 bytes

@@ -67,6 +67,9 @@ func (b *Board) Requests(workflow, typ string) []subjects.TaskRequest {
 		if req.Type == "" {
 			req.Type = typ
 		}
+		if v, err := ParseBudget(t.Budget); t.Budget != "" && err == nil {
+			req.Metadata[subjects.MetaTaskBudget] = json.RawMessage(strconv.FormatFloat(v, 'f', -1, 64))
+		}
 		out = append(out, req)
 	}
 	return out

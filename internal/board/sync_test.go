@@ -197,3 +197,23 @@ func TestWriteFileSyncsTheFileThenTheDirectory(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "newer", string(got), "renamed; only its durability is in doubt")
 }
+
+// A Budget column gives each task its budget (metadata.budget_usd); a cell
+// that is not a number of USD is a problem of its row.
+func TestBudgetColumn(t *testing.T) {
+	t.Parallel()
+	src := "| ID | Scope | Status | Budget |\n|---|---|---|---|\n" +
+		"| T1 | Cheap | [ ] | $0.50 |\n" +
+		"| T2 | Free | [ ] | |\n"
+	b, problems := Parse([]byte(src), "sprint.md")
+	require.Empty(t, problems)
+	reqs := b.Requests("wf", "")
+	require.Len(t, reqs, 2)
+	require.Equal(t, "0.5", string(reqs[0].Metadata["budget_usd"]))
+	require.NotContains(t, reqs[1].Metadata, "budget_usd")
+
+	_, problems = Parse([]byte("| ID | Scope | Status | budget |\n|---|---|---|---|\n| T1 | x | [ ] | lots |\n| T2 | y | [ ] | -1 |\n"), "b.md")
+	require.Len(t, problems, 2)
+	require.Contains(t, problems[0].Msg, `budget "lots" must be a number of USD`)
+	require.Equal(t, 3, problems[0].Line)
+}

@@ -44,6 +44,12 @@ func New(kv jetstream.KeyValue, log *slog.Logger) *Cache {
 // leaves it out.
 const BoardLineKey = "board_line"
 
+// keyless are the metadata keys Key leaves out: the board line, and the
+// budgets (subjects.MetaTaskBudget, subjects.MetaWorkflowBudget), which limit
+// what a task may spend, not what its roles answer, so a raised budget
+// keeps the task's cached results.
+var keyless = map[string]bool{BoardLineKey: true, subjects.MetaTaskBudget: true, subjects.MetaWorkflowBudget: true}
+
 // Key returns the cache key of a role request run by a runner with the given
 // identity: "<role>.<sha256 hex>" over a canonical encoding of everything
 // that determines the role's output (the role, the runner's identity, the
@@ -51,7 +57,7 @@ const BoardLineKey = "board_line"
 // the change, the judge's feedback, the lessons the runner reads and the
 // base commit of the role's workspace) and nothing that does not (no
 // workflow ID, no timestamps, no try number, no max_attempts, no
-// metadata.board_line).
+// metadata.board_line, budget_usd or workflow_budget_usd).
 //
 // The encoding is a version tag and then each field as its length (8 bytes,
 // big endian) and bytes, in that fixed order; metadata in key order; JSON
@@ -74,7 +80,7 @@ func Key(identity string, req runner.Request) string {
 	str(req.Task.Type)
 	keys := make([]string, 0, len(req.Task.Metadata))
 	for k := range req.Task.Metadata {
-		if k != BoardLineKey {
+		if !keyless[k] {
 			keys = append(keys, k)
 		}
 	}

@@ -1,10 +1,12 @@
 package cache
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -29,4 +31,18 @@ func TestKeyWorkspaceBase(t *testing.T) {
 		require.Equal(t, k, withBase(base), "stable")
 	}
 	require.Equal(t, "implementer.27df259e53432dd0311071fd740b91cbd609ff47ee9928472b0575bf53da27fd", withBase(""), "no workspace: the key of a cache written before workspaces")
+}
+
+// A task's budgets limit its spend, not its roles' answers: they stay out
+// of the key, so raising a budget keeps the cached results.
+func TestKeyLeavesBudgetsOut(t *testing.T) {
+	t.Parallel()
+	req := runner.Request{Role: subjects.RoleJudge, Task: subjects.TaskRequest{ID: "T1", Workflow: "w", Scope: "s",
+		Metadata: map[string]json.RawMessage{"team": json.RawMessage(`"a"`)}}, Attempt: 1}
+	plain := Key("sim/v1", req)
+	req.Task.Metadata = map[string]json.RawMessage{"team": json.RawMessage(`"a"`),
+		ledger.MetaTaskBudget: json.RawMessage(`2.5`), ledger.MetaWorkflowBudget: json.RawMessage(`100`)}
+	require.Equal(t, plain, Key("sim/v1", req))
+	req.Task.Metadata["team"] = json.RawMessage(`"b"`)
+	require.NotEqual(t, plain, Key("sim/v1", req), "other metadata stays in")
 }

@@ -66,7 +66,7 @@ events until interrupted.`,
 	fl.BoolVarP(&f.follow, "follow", "f", false, "keep printing new events until interrupted (Ctrl-C)")
 	fl.BoolVar(&f.json, "json", false, "print each event as one line of JSON (JSONL)")
 	fl.BoolVar(&f.summary, "summary", false, "print a per-task summary of the workflow (needs --workflow)")
-	cmd.AddCommand(newAuditVerifyCmd(g))
+	cmd.AddCommand(newAuditVerifyCmd(g), newAuditExportCmd(g))
 	return cmd
 }
 
@@ -195,7 +195,10 @@ func runAudit(ctx context.Context, g *globals, f auditFlags, q audit.Query) erro
 		fmt.Fprintf(g.stderr, "no audit events match %s\n", q.Filter(g.names))
 		return nil
 	case f.summary:
-		return audit.Summarize(events).WriteTable(g.stdout)
+		if err := audit.Summarize(events).WriteTable(g.stdout); err != nil {
+			return err
+		}
+		return writeSpend(g, events)
 	case table != nil:
 		return table.Flush()
 	}

@@ -183,6 +183,7 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	if err != nil {
 		return runner.Set{}, err
 	}
+	f.prices, f.budgets = file.Prices, file.Budgets
 	file.Worker.Concurrency = f.concurrency // sizes the openai runners' connection pools
 	set, err := file.Runners(prompts, runner.NewSim(runner.SimOptions{CallLog: f.simCallLog}), g.auth.Password, g.auth.Token)
 	if err != nil {

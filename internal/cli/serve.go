@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/pipeline"
@@ -40,6 +41,8 @@ type serveFlags struct {
 	lessonsScope                                       string
 	gc                                                 gcFlags
 	reconcileConsumer                                  bool
+	prices                                             ledger.Prices  // from the config file
+	budgets                                            ledger.Budgets // from the config file
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -185,6 +188,10 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	}
 
 	metrics := ops.NewMetrics()
+	led, err := newLedger(ctx, nc, g, f, metrics)
+	if err != nil {
+		return err
+	}
 	w, err := worker.New(nc, worker.Config{
 		Names:       g.names,
 		Queues:      f.queues,
@@ -200,6 +207,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Log:          g.log,
 		Metrics:      metrics,
 		Tracer:       tracer,
+		Ledger:       led,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},

@@ -48,7 +48,10 @@ the audit stream's size.
 				if err != nil {
 					return err
 				}
-				return renderStatus(g.stdout, r, asJSON, true)
+				if err := renderStatus(g.stdout, r, asJSON, true); err != nil || asJSON {
+					return err
+				}
+				return writeFleetSpend(ctx, g, c)
 			}
 			return watchStatus(ctx, g.stdout, col, watch, asJSON)
 		},

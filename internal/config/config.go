@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/droverhq/drover/internal/ledger"
 )
 
 // Example is the commented example configuration printed by
@@ -54,6 +56,14 @@ type File struct {
 	// judge approves everything. A file with no roles runs the sim for
 	// all three, as no file does.
 	Roles Roles `yaml:"roles"`
+	// Prices price role calls for the cost ledger: models per million
+	// input and output tokens, runners per call and per minute (see
+	// package ledger). Empty: events record tokens and wall time, at no
+	// cost.
+	Prices ledger.Prices `yaml:"prices"`
+	// Budgets are the default spend limits of a task and of a workflow, in
+	// USD (zero: none).
+	Budgets ledger.Budgets `yaml:"budgets"`
 }
 
 // Worker is the worker's part of the file. Zero means the default noted,

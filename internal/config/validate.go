@@ -30,6 +30,11 @@ func (f *File) Validate() error {
 	if err := f.Roles.complete(); err != nil {
 		v.errs = append(v.errs, err)
 	}
+	for _, err := range []error{f.Prices.Validate(), f.Budgets.Validate()} {
+		if err != nil {
+			v.errs = append(v.errs, err)
+		}
+	}
 	return v.err()
 }
 

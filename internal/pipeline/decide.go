@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -158,7 +159,7 @@ func decideRoleError(ctx context.Context, err error, numDelivered uint64, maxDel
 		return roleAbandon
 	case ctx.Err() != nil:
 		return roleStopping
-	case errors.Is(err, errBlobStore):
+	case errors.Is(err, errBlobStore), errors.Is(err, ledger.ErrWorkflowBudget):
 		return roleInfra
 	case errors.Is(err, runner.ErrPermanent):
 		return roleFail

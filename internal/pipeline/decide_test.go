@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -156,6 +157,9 @@ func TestDecideRoleError(t *testing.T) {
 		{"claim lost (context): abandon", lost, transient, 1, roleAbandon},
 		{"stopping: hand back at once", stopping, transient, 1, roleStopping},
 		{"stopping beats permanent", stopping, permanent, 5, roleStopping},
+		{"task over budget: fail, never retried", live, fmt.Errorf("judge: not started: %w: %w", runner.ErrPermanent, ledger.ErrTaskBudget), 1, roleFail},
+		{"workflow over budget: nak, nothing recorded, parked once paused", live, fmt.Errorf("judge: not started: %w", ledger.ErrWorkflowBudget), 1, roleInfra},
+		{"workflow over budget on the last delivery: nak", live, fmt.Errorf("judge: not started: %w", ledger.ErrWorkflowBudget), 5, roleInfra},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

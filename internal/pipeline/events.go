@@ -61,8 +61,8 @@ func (p *Pipeline) roleEvent(t *taskRun, rr roleResult) subjects.OutboxItem {
 	ev.Output = rr.stored
 	ev.Cached = rr.cached
 	ev.DurationMS = rr.dur.Milliseconds()
-	if len(rr.res.Metadata) > 0 {
-		ev.Metadata = mustJSON(rr.res.Metadata)
+	if md := p.eventMetadata(rr); len(md) > 0 {
+		ev.Metadata = mustJSON(md)
 	}
 	return item(ev)
 }

@@ -32,7 +32,7 @@ func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Rol
 		// later, like any infrastructure error, recording nothing.
 		return p.nakOutcome(p.taskLog(t, role), t.d, err)
 	case roleFail:
-		return p.fail(ctx, t, attempt, subjects.ReasonRoleFailed, err.Error(), pending, keep)
+		return p.fail(ctx, t, attempt, failReason(err), err.Error(), pending, keep)
 	case roleLastDelivery:
 		return p.fail(ctx, t, attempt, subjects.ReasonMaxDeliveries, err.Error(), pending, keep)
 	}

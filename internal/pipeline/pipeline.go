@@ -100,6 +100,9 @@ type Deps struct {
 	Lessons Lessons
 	// Tracer starts a span per delivery and per role (nil: NopTracer).
 	Tracer Tracer
+	// Ledger prices each role's result into its event's metadata (nil:
+	// events carry no cost).
+	Ledger Ledger
 }
 
 // DefaultWorker is the worker name of a Config without one.

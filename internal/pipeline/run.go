@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -24,6 +25,7 @@ type roleResult struct {
 	cached  bool
 	dur     time.Duration
 	input   map[string]any
+	cost    ledger.Cost // with a ledger only
 }
 
 // run executes the task's remaining roles from its stage.
@@ -179,6 +181,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		if err == nil {
 			rr.res, rr.stored, rr.cached = res, res.Output, true
 			rr.res.Output = full
+			p.price(ctx, req, &rr)
 			p.d.Metrics.RoleDone(req.Role, p.ids[i], true, 0, nil)
 			return rr, nil
 		}
@@ -189,6 +192,9 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	}
 	if t.flushLost() {
 		return rr, fmt.Errorf("%s: not started: the last commit's events found the task taken over: %w", req.Role, ErrClaimLost)
+	}
+	if err := p.admit(ctx, req); err != nil {
+		return rr, err
 	}
 	start := time.Now()
 	res, err := p.runners[i].Run(ctx, req)
@@ -201,6 +207,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		return rr, fmt.Errorf("%s: %w", req.Role, err)
 	}
 	rr.res = res
+	p.price(ctx, req, &rr)
 	if rr.stored, err = p.shrink(ctx, res.Output); err != nil {
 		return rr, fmt.Errorf("%s: output: %w", req.Role, err)
 	}

@@ -88,6 +88,14 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("exec %s: %w%s", name, err, stderr.suffix())
 	}
+	if md := agentUsage(ctx, stdout.buf.Bytes()); md != nil {
+		if res.Metadata == nil {
+			res.Metadata = make(map[string]any, len(md))
+		}
+		for k, v := range md {
+			res.Metadata[k] = v
+		}
+	}
 	return res, nil
 }
 

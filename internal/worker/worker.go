@@ -65,6 +65,9 @@ type Config struct {
 	// The caller owns it and shuts it down after Run returns (see the
 	// tracing package).
 	Tracer pipeline.Tracer
+	// Ledger prices role results into their events and checks budgets
+	// (nil: no cost, no budgets).
+	Ledger pipeline.Ledger
 	// Middleware, when set, wraps the handler of every task consumer
 	// (tests inject faults with it). A wrapper that should let a poisoned
 	// task fail through the pipeline implements consumers.Poisoner too.
@@ -195,6 +198,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Workflows: gate,
 		Lessons:   w.cfg.Lessons,
 		Tracer:    w.cfg.Tracer,
+		Ledger:    w.cfg.Ledger,
 	}
 	h := newHandler(func(maxDeliver int) *pipeline.Pipeline {
 		pc := w.cfg.Pipeline

@@ -1,0 +1,26 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/ledger"
+	"github.com/droverhq/drover/internal/ops"
+)
+
+// newLedger is the worker's cost ledger: the config's prices, Prometheus
+// counters, and the fleet-wide spend that budgets are checked against.
+func newLedger(ctx context.Context, nc *nats.Conn, g *globals, f serveFlags, m *ops.Metrics) (*ledger.Ledger, error) {
+	led := ledger.New(f.prices, ledger.NewMetrics(m.Registry))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := ledger.OpenBucket(ctx, js, g.names, f.replicas)
+	if err != nil {
+		return nil, err
+	}
+	return led.WithKeeper(ledger.NewKeeper(kv, f.budgets, ledger.NATSPauser(nc, g.names), g.log)), nil
+}
