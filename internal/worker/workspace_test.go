@@ -153,6 +153,8 @@ type wsBundle struct {
 	names subjects.Names
 	repo  string
 	base  string
+	// tweak, when set, adjusts each worker's workspace configuration.
+	tweak func(*workspace.Config)
 }
 
 func newWSBundle(t *testing.T) *wsBundle {
@@ -169,11 +171,15 @@ func (b *wsBundle) start(t *testing.T, set runner.Set, dir string, push bool, gr
 	nc, err := nats.Connect(b.srv.ClientURL())
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
+	wc := workspace.Config{Repo: b.repo, Dir: dir, Push: push, PushDelay: 20 * time.Millisecond}
+	if b.tweak != nil {
+		b.tweak(&wc)
+	}
 	w, err = worker.New(nc, worker.Config{
 		Concurrency: 4, FetchWait: 200 * time.Millisecond, Grace: grace, Log: natstest.Quiet(), Runners: set,
 		Consumer:  broker.ConsumerSettings{AckWait: 5 * time.Second},
 		Pipeline:  pipeline.Config{RetryBase: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
-		Workspace: workspace.Config{Repo: b.repo, Dir: dir, Push: push, PushDelay: 20 * time.Millisecond},
+		Workspace: wc,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
