@@ -497,3 +497,94 @@ func TestWorkspacePushRejectedFailsOnlyThatTask(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(subjects.ReasonPushRejected), m.Header.Get(subjects.HeaderReason))
 }
+
+// A remote that is down when a task is approved delays its push: the task
+// waits (heartbeating) while the pusher retries, then the branch is pushed
+// and the task completes, nothing lost and nothing retried.
+func TestWorkspaceRemoteDownDelaysThePush(t *testing.T) {
+	b := newWSBundle(t)
+	away := b.repo + ".away"
+	var once sync.Once
+	a := &agent{t: t, edit: editTask, onJudge: func(context.Context, runner.Request) error {
+		once.Do(func() { require.NoError(t, os.Rename(b.repo, away)) }) // the remote goes down
+		return nil
+	}}
+	w, _ := b.start(t, a.set(), t.TempDir(), true, 5*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	after, err := producer.AuditLastSeq(ctx, b.js, b.names)
+	require.NoError(t, err)
+	_, err = producer.Publish(ctx, b.js, b.names, subjects.DefaultQueue, subjects.TaskRequest{Workflow: "wf-down", ID: "T1", Scope: "s"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		m := w.Workspaces()
+		return m != nil && m.Stats().PushRetries >= 2
+	}, 30*time.Second, 10*time.Millisecond, "the push is retried while the remote is down")
+	require.NoError(t, os.Rename(away, b.repo)) // and comes back
+
+	var term subjects.AuditEvent
+	require.NoError(t, producer.FollowTerminal(ctx, b.js, b.names, "wf-down", after, func(tm producer.Terminal) bool {
+		term = tm.Event
+		return false
+	}))
+	require.Equal(t, subjects.EventTaskCompleted, term.EventType, "%+v", term)
+	require.Empty(t, b.events(t, "wf-down", "T1", subjects.EventTaskRetried))
+	var result struct {
+		Workspace subjects.WorkspaceResult `json:"workspace"`
+	}
+	require.NoError(t, json.Unmarshal(term.Output, &result))
+	require.True(t, result.Workspace.Pushed)
+	require.Equal(t, result.Workspace.Head, git(t, b.repo, "rev-parse", "refs/heads/drover/wf-down/T1"))
+}
+
+// A task paused after its implementer frees its worktree but keeps its
+// branch and its recorded change; resumed, it continues from the judge on
+// a worktree rebuilt from them, without calling the implementer again.
+func TestWorkspacePausedTaskFreesItsWorktree(t *testing.T) {
+	b := newWSBundle(t)
+	nc, _ := natstest.Connect(t, b.srv.ClientURL())
+	control := func(action string) {
+		m, err := nc.Request(b.names.CtlSubject("wf-pause", action), []byte(`{"reason":"test"}`), 30*time.Second)
+		require.NoError(t, err)
+		require.NotContains(t, string(m.Data), `"error"`)
+	}
+	var once sync.Once
+	a := &agent{t: t, edit: func(t *testing.T, req runner.Request) {
+		editTask(t, req)
+		once.Do(func() { control("pause") }) // the gate before the judge parks it
+	}}
+	dir := t.TempDir()
+	w, _ := b.start(t, a.set(), dir, true, 5*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	after, err := producer.AuditLastSeq(ctx, b.js, b.names)
+	require.NoError(t, err)
+	_, err = producer.Publish(ctx, b.js, b.names, subjects.DefaultQueue, subjects.TaskRequest{Workflow: "wf-pause", ID: "T1", Scope: "s"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		kv, err := b.js.KeyValue(ctx, b.names.StateBucket())
+		if err != nil {
+			return false
+		}
+		st, err := state.New(kv).GetTask(ctx, "wf-pause", "T1")
+		return err == nil && st.State == subjects.StatePaused
+	}, 30*time.Second, 10*time.Millisecond)
+	st := taskState(t, b, "wf-pause", "T1")
+	require.Equal(t, string(subjects.RoleJudge), st.Stage)
+	require.Len(t, st.Workspace.Attempts, 1, "the recorded change is kept")
+	require.Eventually(t, func() bool { return w.Workspaces().Stats().Open == 0 }, 30*time.Second, 10*time.Millisecond, "the worktree is freed")
+	require.Equal(t, st.Workspace.Attempts[0].Head, git(t, filepath.Join(dir, "mirror.git"), "rev-parse", "refs/heads/drover/wf-pause/T1"), "the branch is kept")
+
+	control("resume")
+	var term subjects.AuditEvent
+	require.NoError(t, producer.FollowTerminal(ctx, b.js, b.names, "wf-pause", after, func(tm producer.Terminal) bool {
+		term = tm.Event
+		return false
+	}))
+	require.Equal(t, subjects.EventTaskCompleted, term.EventType, "%+v", term)
+	require.Equal(t, 1, a.implCalls())
+	require.Len(t, a.judge, 1)
+	require.Contains(t, a.judge[0].Workspace.Patch, "+T1/1")
+}
