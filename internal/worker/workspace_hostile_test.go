@@ -60,7 +60,9 @@ func TestWorkspaceHostileAgents(t *testing.T) {
 			},
 			edit: editTask,
 			want: subjects.EventTaskFailed, reason: subjects.ReasonMaxDeliveries, retried: true, errText: "setup",
-			check: func(t *testing.T, _ *wsBundle, a *agent) { require.Zero(t, a.implCalls(), "no agent runs without its setup") },
+			check: func(t *testing.T, _ *wsBundle, a *agent) {
+				require.Zero(t, a.implCalls(), "no agent runs without its setup")
+			},
 		},
 		{
 			name: "branch exists with other history",
