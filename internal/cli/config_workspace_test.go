@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"io"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/workspace"
 )
 
 // drover config check reaches the workspace repository: a reachable one is
@@ -42,4 +47,38 @@ roles:
 	code, _, errOut = runCLI(t, "config", "check", branch)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "workspace.branch_template")
+}
+
+// The workspace: block merges under the --workspace-* flags like every
+// other setting, setup and cleanup come from the file, and the directory
+// defaults to <data>/workspaces only when a repository is named.
+func TestWorkspaceFlagsOverrideTheFile(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, "drover.yaml", `
+workspace:
+  repo: /srv/repo.git
+  base_ref: main
+  push: true
+  push_batch: 4
+  setup: [{argv: [make, deps], timeout: 1m}]
+roles: {planner: {runner: sim}, implementer: {runner: sim}, judge: {runner: sim}}
+`)
+	var f serveFlags
+	cmd := &cobra.Command{}
+	addWorkspaceFlags(cmd.Flags(), &f.workspace)
+	require.NoError(t, cmd.Flags().Parse([]string{"--workspace-base-ref", "release", "--workspace-push-batch", "2"}))
+	f.config, f.data = path, "/var/drover"
+	g := &globals{prefix: "drover", log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	_, err := applyConfig(cmd, g, &f)
+	require.NoError(t, err)
+	c := workspaceConfig(f)
+	require.Equal(t, "/srv/repo.git", c.Repo, "file")
+	require.Equal(t, "release", c.BaseRef, "flag beats file")
+	require.Equal(t, 2, c.PushBatch)
+	require.True(t, c.Push)
+	require.Equal(t, []string{"make", "deps"}, c.Setup[0].Argv)
+	require.Equal(t, filepath.Join("/var/drover", "workspaces"), c.Dir)
+	require.Equal(t, workspace.DefaultBranchTemplate, c.BranchTemplate)
+
+	require.False(t, workspaceConfig(serveFlags{data: "/var/drover"}).Enabled(), "no repository: off")
 }
