@@ -622,3 +622,33 @@ func TestWorkspaceWithTheSim(t *testing.T) {
 			git(t, b.repo, "rev-parse", "refs/heads/drover/wf-sim-again/"+task+"^{tree}"))
 	}
 }
+
+// A patch over the blob limit is recorded through the blob store (the
+// event holds a reference), and still replays: a cached re-run applies it
+// from the blob and gives the same tree.
+func TestWorkspaceLargePatchGoesThroughTheBlobStore(t *testing.T) {
+	b := newWSBundle(t)
+	a := &agent{t: t, edit: func(t *testing.T, req runner.Request) {
+		line := strings.Repeat("all work and no play makes a large patch ", 3) + "\n"
+		require.NoError(t, os.WriteFile(filepath.Join(req.Workspace.Dir, "big.txt"), []byte(strings.Repeat(line, 4000)), 0o644))
+	}}
+	b.start(t, a.set(), t.TempDir(), true, 5*time.Second)
+	require.Equal(t, subjects.EventTaskCompleted, b.submit(t, "wf-big", subjects.TaskRequest{ID: "T1", Scope: "s"})["T1"].EventType)
+	ev := b.events(t, "wf-big", "T1", subjects.EventImplementerChange)[0]
+	var meta struct {
+		Workspace struct {
+			Patch       json.RawMessage `json:"patch"`
+			PatchBytes  int             `json:"patch_bytes"`
+			PatchSHA256 string          `json:"patch_sha256"`
+			Head        string          `json:"head"`
+		} `json:"workspace"`
+	}
+	require.NoError(t, json.Unmarshal(ev.Metadata, &meta))
+	require.Greater(t, meta.Workspace.PatchBytes, 64<<10)
+	require.Contains(t, string(meta.Workspace.Patch), `"blob"`, "the patch is a blob reference in the event")
+	require.NotEmpty(t, meta.Workspace.Head)
+
+	require.Equal(t, subjects.EventTaskCompleted, b.submit(t, "wf-big-again", subjects.TaskRequest{ID: "T1", Scope: "s"})["T1"].EventType)
+	require.Equal(t, 1, a.implCalls(), "the re-run replays the patch from the blob")
+	require.Equal(t, git(t, b.repo, "rev-parse", "refs/heads/drover/wf-big/T1^{tree}"), git(t, b.repo, "rev-parse", "refs/heads/drover/wf-big-again/T1^{tree}"))
+}
