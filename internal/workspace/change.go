@@ -190,7 +190,10 @@ func (w *Workspace) Apply(ctx context.Context, p Patch, t Trailers) (Change, err
 			return Change{}, fmt.Errorf("workspace: commit: %w", err)
 		}
 	}
-	if _, err := g.out(ctx, w.dir, "checkout", "-q", "-f", "-B", w.branch, head); err != nil {
+	w.m.wtLock.RLock()
+	_, err = g.out(ctx, w.dir, "checkout", "-q", "-f", "-B", w.branch, head)
+	w.m.wtLock.RUnlock()
+	if err != nil {
 		return Change{}, fmt.Errorf("workspace: checkout: %w", err)
 	}
 	ch, err := w.m.change(ctx, w.base, head)

@@ -115,7 +115,9 @@ func (m *Manager) checkout(ctx context.Context, w *Workspace, start string) erro
 	}
 	m.mu.Unlock()
 	if dir != "" {
+		m.wtLock.RLock()
 		_, err := m.git.out(ctx, dir, "checkout", "-q", "-f", "--no-recurse-submodules", "-B", w.branch, start)
+		m.wtLock.RUnlock()
 		if err == nil {
 			_, err = m.git.out(ctx, dir, "clean", "-q", "-ffdx")
 		}
@@ -130,7 +132,15 @@ func (m *Manager) checkout(ctx context.Context, w *Workspace, start string) erro
 	m.nextID++
 	dir = filepath.Join(m.wtRoot, "w"+strconv.Itoa(m.nextID))
 	m.mu.Unlock()
-	if _, err := m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "add", "-q", "-B", w.branch, dir, start); err != nil {
+	// Only the admin directory is made under the lock; the files are
+	// written after it.
+	m.wtLock.Lock()
+	_, err := m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "add", "-q", "--no-checkout", "-B", w.branch, dir, start)
+	m.wtLock.Unlock()
+	if err == nil {
+		_, err = m.git.out(ctx, dir, "reset", "-q", "--hard", "--no-recurse-submodules")
+	}
+	if err != nil {
 		m.remove(ctx, dir)
 		return fmt.Errorf("workspace: worktree add: %w", err)
 	}
@@ -282,6 +292,8 @@ func (m *Manager) remove(ctx context.Context, dir string) {
 		m.log.Warn("remove worktree", "dir", dir, "err", err)
 	}
 	_ = os.Remove(dir + keptSuffix)
+	m.wtLock.Lock()
+	defer m.wtLock.Unlock()
 	_, _ = m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "prune")
 }
 
