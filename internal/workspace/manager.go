@@ -29,6 +29,7 @@ func mirrorConfig(repo, hooks string) [][2]string {
 		{"remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"},
 		{"core.hooksPath", hooks},
 		{"core.untrackedCache", "true"},
+		{"status.showUntrackedFiles", "all"}, // lets status -uall use the untracked cache
 		{"core.fsmonitor", "false"},
 		{"core.preloadIndex", "true"},
 		{"core.logAllRefUpdates", "false"},
