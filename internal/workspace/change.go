@@ -64,20 +64,18 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 	if err != nil {
 		return Change{}, err
 	}
-	if err := w.checkSizes(ctx); err != nil {
+	if err := w.addAll(ctx); err != nil {
 		return Change{}, err
-	}
-	if _, err := g.out(ctx, w.dir, "add", "-A", "--ignore-errors"); err != nil {
-		return Change{}, fmt.Errorf("workspace: add: %w", err)
 	}
 	tree, err := g.out(ctx, w.dir, "write-tree")
 	if err != nil {
 		return Change{}, fmt.Errorf("workspace: write-tree: %w", err)
 	}
-	curTree, err := g.out(ctx, w.dir, "rev-parse", cur+"^{tree}")
+	trees, err := g.out(ctx, w.dir, "rev-parse", cur+"^{tree}", w.head+"^{tree}")
 	if err != nil {
 		return Change{}, err
 	}
+	curTree, prevTree, _ := strings.Cut(trees, "\n")
 	ch, err := w.m.change(ctx, w.base, tree)
 	if err != nil {
 		return Change{}, err
@@ -92,10 +90,6 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 			return Change{}, fmt.Errorf("workspace: update-ref: %w", err)
 		}
 	}
-	prevTree, err := g.out(ctx, w.dir, "rev-parse", w.head+"^{tree}")
-	if err != nil {
-		return Change{}, err
-	}
 	n, err := g.out(ctx, w.dir, "rev-list", "--count", w.head+".."+head)
 	if err != nil {
 		return Change{}, err
@@ -106,24 +100,40 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 	return ch, nil
 }
 
-// checkSizes refuses, before anything is added to the mirror, a worktree
-// whose modified and untracked files hold more than MaxPatchBytes.
-func (w *Workspace) checkSizes(ctx context.Context) error {
-	out, err := w.m.git.run(ctx, gitCall{dir: w.dir, args: []string{"ls-files", "-z", "-m", "-o", "--exclude-standard"}, limit: 16 << 20})
+// addAll stages everything the agent changed, found with one status pass
+// (untracked cache on) and added by name, after refusing, before anything is
+// written to the mirror, changed files that hold more than MaxPatchBytes.
+func (w *Workspace) addAll(ctx context.Context) error {
+	out, err := w.m.git.run(ctx, gitCall{dir: w.dir, args: []string{"status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=none"}, limit: 16 << 20})
 	if err != nil {
-		return fmt.Errorf("workspace: ls-files: %w", err)
+		return fmt.Errorf("workspace: status: %w", err)
 	}
+	var paths bytes.Buffer
 	var total int64
-	for _, p := range bytes.Split(out, []byte{0}) {
-		if len(p) == 0 {
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		if len(rec) < 4 {
 			continue
 		}
+		if xy := string(rec[:2]); xy == "DD" || xy == "AA" || strings.Contains(xy, "U") {
+			return fmt.Errorf("%w: the index has unmerged paths (a conflict the agent left unresolved)", ErrWorkspaceBroken)
+		}
+		p := rec[3:]
 		if fi, err := os.Lstat(filepath.Join(w.dir, string(p))); err == nil && fi.Mode().IsRegular() {
 			total += fi.Size()
 		}
 		if total > int64(w.m.cfg.MaxPatchBytes) {
 			return fmt.Errorf("%w: the changed files hold more than %d bytes (%.80q and others)", ErrChangeTooLarge, w.m.cfg.MaxPatchBytes, p)
 		}
+		paths.Write(p)
+		paths.WriteByte(0)
+	}
+	if paths.Len() == 0 {
+		return nil
+	}
+	_, err = w.m.git.run(ctx, gitCall{dir: w.dir, args: []string{"add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"},
+		stdin: paths.Bytes(), env: []string{"GIT_LITERAL_PATHSPECS=1"}})
+	if err != nil {
+		return fmt.Errorf("workspace: add: %w", err)
 	}
 	return nil
 }
@@ -180,7 +190,10 @@ func (w *Workspace) Apply(ctx context.Context, p Patch, t Trailers) (Change, err
 			return Change{}, fmt.Errorf("workspace: commit: %w", err)
 		}
 	}
-	if _, err := g.out(ctx, w.dir, "checkout", "-q", "-f", "-B", w.branch, head); err != nil {
+	w.m.wtLock.RLock()
+	_, err = g.out(ctx, w.dir, "checkout", "-q", "-f", "-B", w.branch, head)
+	w.m.wtLock.RUnlock()
+	if err != nil {
 		return Change{}, fmt.Errorf("workspace: checkout: %w", err)
 	}
 	ch, err := w.m.change(ctx, w.base, head)
@@ -243,15 +256,11 @@ func (m *Manager) change(ctx context.Context, base, to string) (Change, error) {
 	args := func(extra ...string) gitCall {
 		return gitCall{args: append([]string{"--git-dir", m.mirror, "diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color"}, append(extra, base, to, "--")...), limit: 16 << 20}
 	}
-	status, err := m.git.run(ctx, args("--name-status", "-z"))
+	stats, err := m.git.run(ctx, args("--raw", "--numstat", "-z"))
 	if err != nil {
 		return ch, fmt.Errorf("workspace: diff: %w", err)
 	}
-	numstat, err := m.git.run(ctx, args("--numstat", "-z"))
-	if err != nil {
-		return ch, fmt.Errorf("workspace: diff: %w", err)
-	}
-	ch.Files = parseStats(status, numstat)
+	ch.Files = parseStats(stats)
 	ch.Patch, err = m.git.run(ctx, gitCall{args: args("--binary", "--full-index").args, limit: m.cfg.MaxPatchBytes})
 	if err == errOutputLimit {
 		return Change{}, fmt.Errorf("%w: the patch is over %d bytes", ErrChangeTooLarge, m.cfg.MaxPatchBytes)
@@ -262,25 +271,31 @@ func (m *Manager) change(ctx context.Context, base, to string) (Change, error) {
 	return ch, nil
 }
 
-// parseStats joins `--name-status -z` and `--numstat -z` outputs (same order).
-func parseStats(status, numstat []byte) []FileStat {
+// parseStats reads a `diff --raw --numstat -z` output: the raw records
+// (":<modes> <ids> <status>\0<path>\0") then, in the same order, the numstat
+// ones ("<added>\t<removed>\t<path>\0", "-" for a binary file).
+func parseStats(out []byte) []FileStat {
 	var files []FileStat
-	st := bytes.Split(bytes.TrimSuffix(status, []byte{0}), []byte{0})
-	for i := 0; i+1 < len(st); i += 2 {
-		files = append(files, FileStat{Status: string(st[i][:1]), Path: string(st[i+1])})
+	recs := bytes.Split(bytes.TrimSuffix(out, []byte{0}), []byte{0})
+	i := 0
+	for ; i+1 < len(recs) && bytes.HasPrefix(recs[i], []byte{':'}); i += 2 {
+		f := strings.Fields(string(recs[i]))
+		if len(f) != 5 || f[4] == "" {
+			break
+		}
+		files = append(files, FileStat{Status: f[4][:1], Path: string(recs[i+1])})
 	}
-	ns := bytes.Split(bytes.TrimSuffix(numstat, []byte{0}), []byte{0})
-	for i := 0; i < len(ns) && i < len(files); i++ {
-		f := strings.SplitN(string(ns[i]), "\t", 3)
+	for j := 0; i < len(recs) && j < len(files); i, j = i+1, j+1 {
+		f := strings.SplitN(string(recs[i]), "\t", 3)
 		if len(f) < 3 {
 			continue
 		}
 		if f[0] == "-" {
-			files[i].Binary = true
+			files[j].Binary = true
 			continue
 		}
-		files[i].Added, _ = strconv.Atoi(f[0])
-		files[i].Removed, _ = strconv.Atoi(f[1])
+		files[j].Added, _ = strconv.Atoi(f[0])
+		files[j].Removed, _ = strconv.Atoi(f[1])
 	}
 	return files
 }
