@@ -42,13 +42,16 @@ const (
 	// ReasonBudgetExceeded: the task spent its budget (or its next role
 	// would take it over); it is never retried.
 	ReasonBudgetExceeded Reason = "budget_exceeded"
+	// ReasonPushRejected: the remote refused the approved task's branch
+	// (workspaces with push on); the branch is kept in the worker's mirror.
+	ReasonPushRejected Reason = "push_rejected"
 )
 
 // Reasons lists every DLQ reason.
 var Reasons = []Reason{
 	ReasonInvalidJSON, ReasonMissingField, ReasonInvalidValue, ReasonTooLarge,
 	ReasonDuplicateID, ReasonWorkflowCancelled, ReasonMaxAttempts, ReasonMaxDeliveries,
-	ReasonRoleFailed, ReasonBudgetExceeded,
+	ReasonRoleFailed, ReasonBudgetExceeded, ReasonPushRejected,
 }
 
 // MaxTraceparentLen bounds the traceparent header Drover reads: version 00

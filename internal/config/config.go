@@ -26,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/droverhq/drover/internal/ledger"
+	"github.com/droverhq/drover/internal/workspace"
 )
 
 // Example is the commented example configuration printed by
@@ -64,6 +65,12 @@ type File struct {
 	// Budgets are the default spend limits of a task and of a workflow, in
 	// USD (zero: none).
 	Budgets ledger.Budgets `yaml:"budgets"`
+	// Workspace gives each task a git worktree on its own branch, in which
+	// the implementer and judge run; the change is committed, recorded in
+	// the audit stream, cached, replayed and pushed (see the README's
+	// Workspaces section). Off when workspace.repo is empty, as by
+	// default. Each key has a --workspace-* flag of the same name.
+	Workspace workspace.Config `yaml:"workspace"`
 }
 
 // Worker is the worker's part of the file. Zero means the default noted,
@@ -158,7 +165,9 @@ type Exec struct {
 	// A bare name is looked up in the absolute entries of the child's
 	// PATH; a name with a slash is taken relative to Dir.
 	Argv []string `yaml:"argv"`
-	// Dir is the working directory. Empty means Drover's own.
+	// Dir is the working directory. Empty means Drover's own, or with
+	// workspaces on (implementer and judge) the task's worktree; a role
+	// with a dir runs there and finds the worktree in DROVER_WORKSPACE.
 	Dir string `yaml:"dir"`
 	// Env are variables set in the child's environment, on top of
 	// Inherit. Empty means none. DROVER_ROLE is always set.
