@@ -39,13 +39,16 @@ const (
 	ReasonMaxAttempts       Reason = "max_attempts"
 	ReasonMaxDeliveries     Reason = "max_deliveries"
 	ReasonRoleFailed        Reason = "role_failed"
+	// ReasonPushRejected: the remote refused the approved task's branch
+	// (workspaces with push on); the branch is kept in the worker's mirror.
+	ReasonPushRejected Reason = "push_rejected"
 )
 
 // Reasons lists every DLQ reason.
 var Reasons = []Reason{
 	ReasonInvalidJSON, ReasonMissingField, ReasonInvalidValue, ReasonTooLarge,
 	ReasonDuplicateID, ReasonWorkflowCancelled, ReasonMaxAttempts, ReasonMaxDeliveries,
-	ReasonRoleFailed,
+	ReasonRoleFailed, ReasonPushRejected,
 }
 
 // MaxTraceparentLen bounds the traceparent header Drover reads: version 00

@@ -23,13 +23,18 @@ const (
 
 // TaskRequest is the JSON body a producer publishes to drover.tasks.<queue>.
 type TaskRequest struct {
-	ID           string                     `json:"id"`
-	Workflow     string                     `json:"workflow"`
-	Scope        string                     `json:"scope"`
-	Verification string                     `json:"verification,omitempty"`
-	Type         string                     `json:"type,omitempty"`
-	MaxAttempts  int                        `json:"max_attempts,omitempty"`
-	Metadata     map[string]json.RawMessage `json:"metadata,omitempty"`
+	ID           string `json:"id"`
+	Workflow     string `json:"workflow"`
+	Scope        string `json:"scope"`
+	Verification string `json:"verification,omitempty"`
+	Type         string `json:"type,omitempty"`
+	MaxAttempts  int    `json:"max_attempts,omitempty"`
+	// Branch names the git branch of the task's workspace (optional; a
+	// board's Branch column fills it). It must be a valid branch name
+	// (ValidBranch); empty means the worker's branch template. Without
+	// workspaces it is carried and ignored.
+	Branch   string                     `json:"branch,omitempty"`
+	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
 }
 
 // Validate checks the fields a producer sets, with the same rules DecodeTask
@@ -51,6 +56,11 @@ func (r *TaskRequest) Validate() error {
 	}
 	if r.MaxAttempts != 0 && (r.MaxAttempts < 1 || r.MaxAttempts > MaxMaxAttempts) {
 		return fmt.Errorf("max_attempts: %d is outside 1 to %d", r.MaxAttempts, MaxMaxAttempts)
+	}
+	if r.Branch != "" {
+		if err := ValidBranch(r.Branch); err != nil {
+			return fmt.Errorf("branch: %w", err)
+		}
 	}
 	return nil
 }
@@ -149,6 +159,7 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 	_, workflowPresent := top["workflow"]
 	_, idPresent := top["id"]
 	_, scopePresent := top["scope"]
+	_, branchPresent := top["branch"]
 	rej := func(e *RejectError) (TaskRequest, *RejectError) {
 		if ValidateID(req.Workflow) == nil {
 			e.Workflow = req.Workflow
@@ -164,7 +175,7 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 	for _, f := range []struct {
 		key string
 		dst *string
-	}{{"workflow", &req.Workflow}, {"id", &req.ID}, {"scope", &req.Scope}, {"verification", &req.Verification}, {"type", &req.Type}} {
+	}{{"workflow", &req.Workflow}, {"id", &req.ID}, {"scope", &req.Scope}, {"verification", &req.Verification}, {"type", &req.Type}, {"branch", &req.Branch}} {
 		raw, ok := top[f.key]
 		if !ok {
 			continue
@@ -223,6 +234,8 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 			return rej(reject(ReasonInvalidValue, "scope is blank"))
 		}
 		return rej(reject(ReasonMissingField, "scope is required"))
+	case branchPresent && req.Branch == "":
+		return rej(reject(ReasonInvalidValue, "branch is empty (leave it out for the worker's branch template)"))
 	}
 	if err := req.Validate(); err != nil {
 		return rej(reject(ReasonInvalidValue, "%v", err))

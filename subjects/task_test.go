@@ -80,6 +80,10 @@ func TestDecodeTaskAccepts(t *testing.T) {
 		{"max_attempts 10", withField("max_attempts", "10"), func(t *testing.T, r subjects.TaskRequest) {
 			assert.Equal(t, 10, r.MaxAttempts)
 		}},
+		{"branch", withField("branch", `"feature/T1.3"`), func(t *testing.T, r subjects.TaskRequest) {
+			assert.Equal(t, "feature/T1.3", r.Branch)
+			assert.NotContains(t, r.Metadata, "unknown_fields")
+		}},
 		{"128-byte id", `{"id":"` + strings.Repeat("i", 128) + `","workflow":"wf","scope":"s"}`, func(t *testing.T, r subjects.TaskRequest) {
 			assert.Len(t, r.ID, 128)
 		}},
@@ -198,6 +202,12 @@ func TestDecodeTaskRejects(t *testing.T) {
 		{name: "two requests", body: minimal + "\n" + minimal, reason: subjects.ReasonInvalidJSON},
 		{name: "trailing garbage", body: minimal + `x`, reason: subjects.ReasonInvalidJSON},
 		{name: "trailing number", body: minimal + ` 1`, reason: subjects.ReasonInvalidJSON},
+		// A branch git would refuse is refused at admission.
+		{name: "branch with ..", body: withField("branch", `"a..b"`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
+		{name: "branch with space", body: withField("branch", `"a b"`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
+		{name: "branch ends .lock", body: withField("branch", `"x/y.lock"`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
+		{name: "branch empty", body: withField("branch", `""`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
+		{name: "branch not a string", body: withField("branch", `1`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
 		{name: "trailing NUL", body: minimal + "\x00", reason: subjects.ReasonInvalidJSON},
 		{name: "invalid UTF-8 in a string", body: `{"id":"T` + "\xff" + `","workflow":"wf","scope":"s"}`, reason: subjects.ReasonInvalidJSON},
 		{name: "invalid UTF-8 outside strings", body: minimal + "\xc3", reason: subjects.ReasonInvalidJSON},

@@ -51,7 +51,9 @@ const LineKey = cache.BoardLineKey
 
 // Requests returns a task request for each open task, in file order, in
 // workflow. A task's type is its Type cell, or typ when the cell is empty
-// (the worker's default when both are). Each carries Meta and its line.
+// (the worker's default when both are). Each carries Meta and its line;
+// its Branch cell, when set, is the request's branch (validated at
+// admission like any request's).
 func (b *Board) Requests(workflow, typ string) []subjects.TaskRequest {
 	var out []subjects.TaskRequest
 	for _, r := range b.rows {
@@ -62,6 +64,7 @@ func (b *Board) Requests(workflow, typ string) []subjects.TaskRequest {
 		meta, _ := json.Marshal(Meta{File: filepath.Base(b.name), Branch: t.Branch}) // strings always encode
 		req := subjects.TaskRequest{
 			ID: t.ID, Workflow: workflow, Scope: t.Scope, Verification: t.Verification, Type: t.Type,
+			Branch:   t.Branch,
 			Metadata: map[string]json.RawMessage{MetaKey: meta, LineKey: json.RawMessage(strconv.Itoa(t.Line))},
 		}
 		if req.Type == "" {

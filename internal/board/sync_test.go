@@ -47,6 +47,8 @@ func TestRequestsAreTheOpenRows(t *testing.T) {
 	require.Equal(t, "Pipe | in scope", reqs[0].Scope)
 	require.Equal(t, "v2", reqs[0].Verification)
 	require.Equal(t, "feature", reqs[0].Type)
+	require.Equal(t, "feat/t2", reqs[0].Branch, "the Branch column fills the request's branch")
+	require.Empty(t, reqs[1].Branch)
 	require.JSONEq(t, `{"file":"sprint.md","branch":"feat/t2"}`, string(reqs[0].Metadata[MetaKey]))
 	require.Equal(t, "4", string(reqs[0].Metadata[LineKey]))
 	require.Equal(t, "chore", reqs[1].Type)
