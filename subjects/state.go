@@ -58,6 +58,8 @@ type TaskState struct {
 	Reason Reason `json:"reason,omitempty"`
 	// Result is the final output of a completed task.
 	Result json.RawMessage `json:"result,omitempty"`
+	// Workspace is the task's pinned workspace (workspaces on only).
+	Workspace *TaskWorkspace `json:"workspace,omitempty"`
 	// StartedAt is when the task was first picked up.
 	StartedAt time.Time `json:"started_at,omitempty"`
 	// Outbox holds the audit events (and DLQ entry) committed with this

@@ -48,8 +48,9 @@ const BoardLineKey = "board_line"
 // identity: "<role>.<sha256 hex>" over a canonical encoding of everything
 // that determines the role's output (the role, the runner's identity, the
 // task's ID, scope, verification, type and metadata, the round, the plan,
-// the change, the judge's feedback, the lessons the runner reads and the
-// base commit of the role's workspace) and nothing that does not (no
+// the change, the judge's feedback, the lessons the runner reads, the
+// base commit of the role's workspace and the digest of the patch it starts
+// from or judges) and nothing that does not (no
 // workflow ID, no timestamps, no try number, no max_attempts, no
 // metadata.board_line).
 //
@@ -101,6 +102,10 @@ func Key(identity string, req runner.Request) string {
 	if req.WorkspaceBase != "" { // no workspace leaves the key as before
 		str("workspace_base")
 		str(req.WorkspaceBase)
+	}
+	if req.WorkspacePatch != "" { // attempt 1 in a workspace keeps its key
+		str("workspace_patch")
+		str(req.WorkspacePatch)
 	}
 	var sum [sha256.Size]byte
 	return subjects.CacheKey(req.Role, hex.EncodeToString(h.Sum(sum[:0])))

@@ -30,3 +30,35 @@ func TestKeyWorkspaceBase(t *testing.T) {
 	}
 	require.Equal(t, "implementer.27df259e53432dd0311071fd740b91cbd609ff47ee9928472b0575bf53da27fd", withBase(""), "no workspace: the key of a cache written before workspaces")
 }
+
+// TestKeyWorkspacePatch checks that the patch a role starts from (the
+// previous attempt's) or judges is part of its key, that the workspace's
+// directory is not (it differs per worker), and that no patch leaves the
+// key as it was.
+func TestKeyWorkspacePatch(t *testing.T) {
+	t.Parallel()
+	base := "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+	req := runner.Request{Role: subjects.RoleImplementer, Task: subjects.TaskRequest{ID: "T1", Workflow: "w", Scope: "s"}, Attempt: 2, WorkspaceBase: base}
+	for _, tc := range []struct {
+		name       string
+		a, b       func(r *runner.Request)
+		sameAsBase bool
+	}{
+		{name: "patch differs", a: func(r *runner.Request) { r.WorkspacePatch = subjects.PatchDigest([]byte("a")) }, b: func(r *runner.Request) { r.WorkspacePatch = subjects.PatchDigest([]byte("b")) }},
+		{name: "patch or none", a: func(r *runner.Request) { r.WorkspacePatch = subjects.PatchDigest([]byte("a")) }, b: func(*runner.Request) {}},
+		{name: "dir is not in the key", a: func(r *runner.Request) { r.Workspace = &runner.Workspace{Dir: "/a"} }, b: func(r *runner.Request) { r.Workspace = &runner.Workspace{Dir: "/b"} }, sameAsBase: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ra, rb := req, req
+			tc.a(&ra)
+			tc.b(&rb)
+			ka, kb := Key("exec/v1:x", ra), Key("exec/v1:x", rb)
+			if tc.sameAsBase {
+				require.Equal(t, ka, kb)
+				require.Equal(t, Key("exec/v1:x", req), ka)
+				return
+			}
+			require.NotEqual(t, ka, kb)
+		})
+	}
+}

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/droverhq/drover/internal/prompt"
 	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -102,14 +105,41 @@ func configCheck(cmd *cobra.Command, g *globals, path, promptsDir string) error 
 	fmt.Fprintln(tw, "ROLE\tRUNNER\tCACHE")
 	for _, r := range subjects.Roles {
 		rc := file.Roles.For(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r, rc.RunnerName(), cacheText(rc))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r, rc.RunnerName(), cacheText(file, r))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return checkWorkspace(cmd.Context(), g, file.Workspace)
+}
+
+// checkWorkspace checks that the file's workspace repository can be
+// reached (an ls-remote, bounded by the git timeout and 10s), with a
+// scratch directory, touching no worker's workspaces.
+func checkWorkspace(ctx context.Context, g *globals, c workspace.Config) error {
+	if !c.Enabled() {
+		return nil
+	}
+	scratch, err := os.MkdirTemp("", "drover-config-check-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	c.Dir = filepath.Join(scratch, "workspaces")
+	m, err := workspace.New(c, g.log)
+	if err != nil {
+		return err
+	}
+	if err := m.Ready(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "\nworkspace: repository %s reachable\n", redact.URL(c.Repo))
+	return nil
 }
 
 // cacheText says whether a role's results are cached, and why.
-func cacheText(rc *config.Role) string {
-	cached, why := rc.Cached()
+func cacheText(f *config.File, r subjects.Role) string {
+	cached, why := f.RoleCached(r)
 	if cached {
 		return "cached: " + why
 	}
@@ -178,12 +208,14 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	override(fs, "state-retention", &f.gc.stateMaxAge, w.StateRetention)
 	override(fs, "blob-retention", &f.gc.blobMinAge, w.BlobRetention)
 	override(fs, "blob-max-age", &f.gc.blobMaxAge, w.BlobMaxAge)
+	mergeWorkspace(fs, &f.workspace, file.Workspace)
 	override(fs, "prompts", &f.prompts, file.PromptsDir)
 	prompts, err := prompt.Load(f.prompts)
 	if err != nil {
 		return runner.Set{}, err
 	}
 	file.Worker.Concurrency = f.concurrency // sizes the openai runners' connection pools
+	file.Workspace.Repo = f.workspace.Repo  // a flag may turn workspaces on: exec roles' caching follows
 	set, err := file.Runners(prompts, runner.NewSim(runner.SimOptions{CallLog: f.simCallLog}), g.auth.Password, g.auth.Token)
 	if err != nil {
 		return runner.Set{}, fmt.Errorf("config %s: %w", f.config, err) // only a file's roles can fail

@@ -19,6 +19,7 @@ import (
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/tracing"
 	"github.com/droverhq/drover/internal/worker"
+	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -40,6 +41,9 @@ type serveFlags struct {
 	lessonsScope                                       string
 	gc                                                 gcFlags
 	reconcileConsumer                                  bool
+	// workspace: the --workspace-* flags, merged with the file's
+	// workspace: block (setup and cleanup commands come from the file only).
+	workspace workspace.Config
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -104,6 +108,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	f.gc.register(cmd)
 	fl.IntVar(&f.replicas, "replicas", 1, "stream and bucket replicas (3 on a 3-node cluster)")
 	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
+	addWorkspaceFlags(fl, &f.workspace)
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
 	addFailpointFlags(fl, &f) // fault-drill flags: only in a build with -tags failpoints
 	fl.StringVar(&f.seedFile, "submit", "", "once ready, submit the tasks of this file (as drover submit --file FILE --wait), show the summary, keep serving")
@@ -200,6 +205,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Log:          g.log,
 		Metrics:      metrics,
 		Tracer:       tracer,
+		Workspace:    workspaceConfig(f),
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},

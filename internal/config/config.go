@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/droverhq/drover/internal/workspace"
 )
 
 // Example is the commented example configuration printed by
@@ -54,6 +56,12 @@ type File struct {
 	// judge approves everything. A file with no roles runs the sim for
 	// all three, as no file does.
 	Roles Roles `yaml:"roles"`
+	// Workspace gives each task a git worktree on its own branch, in which
+	// the implementer and judge run; the change is committed, recorded in
+	// the audit stream, cached, replayed and pushed (see the README's
+	// Workspaces section). Off when workspace.repo is empty, as by
+	// default. Each key has a --workspace-* flag of the same name.
+	Workspace workspace.Config `yaml:"workspace"`
 }
 
 // Worker is the worker's part of the file. Zero means the default noted,

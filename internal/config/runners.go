@@ -117,7 +117,7 @@ func (f *File) Secrets(extra ...string) []string {
 // its own timeout has its runner wrapped in runner.WithTimeout; the
 // pipeline's worker.role_timeout still bounds it from outside. openai
 // runners keep worker.concurrency idle connections (default 16). A role
-// that is not cached (see Role.Cached) is marked in the set's NoCache.
+// that is not cached (see RoleCached) is marked in the set's NoCache.
 // Errors name the role's field path. Close the set to release the runners'
 // connections.
 func (f *File) Runners(prompts *prompt.Set, sim *runner.Sim, extraSecrets ...string) (runner.Set, error) {
@@ -139,7 +139,7 @@ func (f *File) Runners(prompts *prompt.Set, sim *runner.Sim, extraSecrets ...str
 		if len(mws) > 0 {
 			run = wrap(run, mws...)
 		}
-		if cached, _ := rc.Cached(); !cached {
+		if cached, _ := f.RoleCached(r); !cached {
 			set.NoCache.Set(r, true)
 		}
 		switch r {

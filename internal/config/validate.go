@@ -30,6 +30,15 @@ func (f *File) Validate() error {
 	if err := f.Roles.complete(); err != nil {
 		v.errs = append(v.errs, err)
 	}
+	if f.Workspace.Enabled() {
+		ws := f.Workspace // Validate fills defaults: check a copy
+		if ws.Dir == "" {
+			ws.Dir = "workspaces" // serve's default is under --data
+		}
+		if err := ws.Validate(); err != nil {
+			v.errs = append(v.errs, err)
+		}
+	}
 	return v.err()
 }
 
@@ -109,6 +118,23 @@ func (r *Role) Cached() (bool, string) {
 	default:
 		return true, r.RunnerName() + " output is a function of the prompt"
 	}
+}
+
+// RoleCached is Cached for role r of this file: with workspaces on, an
+// exec implementer or judge without an explicit cache: is cached, because
+// it runs in the task's worktree, whose pinned base commit and starting
+// patch are part of its key, and the implementer's side effects (the
+// change) are captured with its result and replayed on a hit. A planner
+// runs outside the worktree and keeps Cached's answer.
+func (f *File) RoleCached(r subjects.Role) (bool, string) {
+	rc := f.Roles.For(r)
+	if rc.Cache == nil && rc.RunnerName() == RunnerExec && f.Workspace.Enabled() && r != subjects.RolePlanner {
+		if r == subjects.RoleImplementer {
+			return true, "exec in a workspace: its change is recorded and replayed on a hit"
+		}
+		return true, "exec in a workspace: the base and the patch it judges are in the key"
+	}
+	return rc.Cached()
 }
 
 func (w *Worker) validate(v *validator) {

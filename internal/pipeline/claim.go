@@ -24,6 +24,12 @@ type taskRun struct {
 	puts        []pendingPut    // cache writes in flight
 	flushing    chan error      // the outbox published behind the last write, if any
 	flushErr    error           // how it went, once known and not yet joined
+	// Workspaces on: the workspace this delivery resolved and its next
+	// commit pins (when the state has none yet), its open worktree, and
+	// the change the worktree holds (the last recorded attempt's).
+	wsPin  *subjects.TaskWorkspace
+	ws     Workspace
+	change *subjects.WorkspaceChange
 }
 
 // claim finds where the task stands and makes this delivery its owner. It

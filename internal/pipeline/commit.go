@@ -105,6 +105,9 @@ func (p *Pipeline) casState(ctx context.Context, t *taskRun, mutate func(*subjec
 	if mutate != nil {
 		mutate(&next)
 	}
+	if next.Workspace == nil && t.wsPin != nil {
+		next.Workspace = t.wsPin // pinned by the write that goes on from it
+	}
 	next.Outbox = items
 	next.Worker = p.cfg.Worker
 	next.Delivery = t.d.NumDelivered

@@ -100,6 +100,10 @@ type Deps struct {
 	Lessons Lessons
 	// Tracer starts a span per delivery and per role (nil: NopTracer).
 	Tracer Tracer
+	// Workspaces gives each task a git worktree its implementer and judge
+	// run in, and records, caches, replays and pushes its change (nil:
+	// workspaces off).
+	Workspaces Workspaces
 }
 
 // DefaultWorker is the worker name of a Config without one.
@@ -236,5 +240,8 @@ func (p *Pipeline) handle(ctx context.Context, d Delivery, span Span) Outcome {
 	if err := t.joinFlush(); err != nil && out.Action != Abandon {
 		out = p.errOutcome(t, err)
 	}
+	// The worktree lives for one delivery: its recorded change is in the
+	// state and the audit stream, so whoever runs the task next rebuilds it.
+	p.releaseWorkspace(ctx, t, out)
 	return out
 }

@@ -79,18 +79,28 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
 	}
 	t.plan = plan // read once per delivery, not once per round
+	if err := p.openWorkspace(ctx, t); err != nil {
+		return p.roleFailed(ctx, t, subjects.Role(t.st.Stage), round, err, 0, nil, nil), true
+	}
 	var (
 		change  json.RawMessage
 		implKey string
 		pending []subjects.OutboxItem
+		record  *subjects.WorkspaceAttempt // the attempt's recorded change, in a workspace
 	)
 	if subjects.Role(t.st.Stage) == subjects.RoleImplementer {
-		rr, err := p.role(ctx, t, runner.Request{Role: subjects.RoleImplementer, Task: t.req, Attempt: round, Plan: plan, Feedback: t.st.Feedback})
+		req := runner.Request{Role: subjects.RoleImplementer, Task: t.req, Attempt: round, Plan: plan, Feedback: t.st.Feedback}
+		t.implementerWorkspace(&req)
+		rr, err := p.role(ctx, t, req)
 		if err != nil {
 			return p.roleFailed(ctx, t, subjects.RoleImplementer, round, err, rr.dur, nil, nil), true
 		}
 		change, implKey = rr.res.Output, rr.key
 		pending = append(pending, p.roleEvent(t, rr))
+		if t.ws != nil {
+			rec := t.attemptRecord(round)
+			record = &rec
+		}
 	} else {
 		implKey = t.st.Outputs[subjects.RoleImplementer]
 		if change, err = p.output(ctx, t, subjects.RoleImplementer, nil); err != nil {
@@ -100,11 +110,20 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	keepChange := func(s *subjects.TaskState) {
 		s.Stage = string(subjects.RoleJudge)
 		s.Outputs[subjects.RoleImplementer] = implKey
+		if record != nil {
+			w := s.Workspace
+			if w == nil {
+				w = t.pinned()
+			}
+			s.Workspace = withAttempt(w, *record)
+		}
 	}
 	if out, stop := p.gate(ctx, t, pending, keepChange); stop {
 		return out, true
 	}
-	rr, err := p.role(ctx, t, runner.Request{Role: subjects.RoleJudge, Task: t.req, Attempt: round, Plan: plan, Change: change})
+	jreq := runner.Request{Role: subjects.RoleJudge, Task: t.req, Attempt: round, Plan: plan, Change: change}
+	t.judgeWorkspace(&jreq)
+	rr, err := p.role(ctx, t, jreq)
 	if err == nil && rr.res.Action != subjects.VerdictApprove && rr.res.Action != subjects.VerdictReject {
 		err = fmt.Errorf("judge: verdict %q is neither %q nor %q", rr.res.Action, subjects.VerdictApprove, subjects.VerdictReject)
 	}
@@ -118,7 +137,18 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	}
 	switch {
 	case rr.res.Action == subjects.VerdictApprove:
-		result, err := p.shrink(ctx, mustJSON(map[string]any{"change": json.RawMessage(change), "verdict": json.RawMessage(rr.res.Output), "attempts": round}))
+		pushed, err := p.pushWorkspace(ctx, t)
+		switch {
+		case errors.Is(err, ErrPushRejected):
+			return p.fail(ctx, t, round, subjects.ReasonPushRejected, err.Error(), items, setOutputs), true
+		case err != nil:
+			return p.roleFailed(ctx, t, subjects.RoleJudge, round, err, 0, items, setOutputs), true
+		}
+		fields := map[string]any{"change": json.RawMessage(change), "verdict": json.RawMessage(rr.res.Output), "attempts": round}
+		if pushed != nil {
+			fields["workspace"] = pushed
+		}
+		result, err := p.shrink(ctx, mustJSON(fields))
 		if err != nil {
 			return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
 		}
@@ -126,6 +156,11 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		err = p.commit(ctx, t, func(s *subjects.TaskState) {
 			setOutputs(s)
 			s.State, s.Stage, s.Result, s.Feedback = subjects.StateCompleted, subjects.StageDone, result, ""
+			if pushed != nil && pushed.Pushed && s.Workspace != nil {
+				w := *s.Workspace
+				w.Pushed = true
+				s.Workspace = &w
+			}
 		}, items...)
 		if err != nil {
 			return p.errOutcome(t, err), true
@@ -176,13 +211,20 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	}
 	if res, ok := p.cacheGet(ctx, i, key); ok {
 		full, err := p.expand(ctx, res.Output)
+		if err == nil && req.Role == subjects.RoleImplementer && t.ws != nil {
+			// A hit replays its change in the fresh worktree; one that no
+			// longer applies is a miss, never a wrong result.
+			if err = p.applyCached(ctx, t, req.Attempt, &res); err != nil && !errors.Is(err, ErrPatchDoesNotApply) {
+				return rr, fmt.Errorf("%s: workspace: %w", req.Role, err)
+			}
+		}
 		if err == nil {
 			rr.res, rr.stored, rr.cached = res, res.Output, true
 			rr.res.Output = full
 			p.d.Metrics.RoleDone(req.Role, p.ids[i], true, 0, nil)
 			return rr, nil
 		}
-		p.taskLog(t, req.Role).Warn("cached result refers to a missing blob; running the role", "key", key, "err", err)
+		p.taskLog(t, req.Role).Warn("cached result cannot be used (a missing blob, or a change that no longer applies); running the role", "key", key, "err", err)
 	}
 	if t.d.Stale != nil && t.d.Stale() {
 		return rr, fmt.Errorf("%s: not started: %w", req.Role, ErrClaimLost)
@@ -199,6 +241,15 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	p.d.Metrics.RoleDone(req.Role, p.ids[i], false, rr.dur, err)
 	if err != nil {
 		return rr, fmt.Errorf("%s: %w", req.Role, err)
+	}
+	if req.Role == subjects.RoleImplementer && t.ws != nil {
+		d, err := t.ws.Commit(ctx, t.trailers(req.Attempt), commitMessage(t, req.Attempt, res.Reasoning))
+		if err != nil {
+			return rr, fmt.Errorf("%s: workspace: %w", req.Role, err)
+		}
+		if err := p.recordChange(ctx, t, &res, d); err != nil {
+			return rr, fmt.Errorf("%s: workspace: %w", req.Role, err)
+		}
 	}
 	rr.res = res
 	if rr.stored, err = p.shrink(ctx, res.Output); err != nil {
@@ -305,6 +356,7 @@ func (p *Pipeline) reclaim(ctx context.Context, t *taskRun) (Outcome, bool) {
 		return out, true
 	}
 	nt.plan, nt.puts = t.plan, t.puts
+	nt.wsPin, nt.ws, nt.change = t.wsPin, t.ws, t.change
 	*t = *nt
 	return Outcome{}, false
 }

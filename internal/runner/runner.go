@@ -45,8 +45,16 @@ type Request struct {
 	// WorkspaceBase is the base commit of the workspace the role runs in,
 	// part of the cache key so that the same prompt against another
 	// starting tree is never served the other tree's answer. Empty (no
-	// workspace; workspaces do not exist yet) leaves the key as before.
+	// workspace) leaves the key as before.
 	WorkspaceBase string `json:"workspace_base,omitempty"`
+	// WorkspacePatch is the sha256 of the patch from the base the role
+	// starts from or judges: for an implementer's attempt N>1 the previous
+	// attempt's, for the judge its attempt's. Part of the cache key; empty
+	// (attempt 1, no workspace) leaves the key as before.
+	WorkspacePatch string `json:"workspace_patch,omitempty"`
+	// Workspace is the task's workspace the role runs in (nil: none). It
+	// is not part of the cache key: the base and patch digests above are.
+	Workspace *Workspace `json:"-"`
 	// Try is which try of this role this is for the task, from 1. It is not
 	// part of the cache key.
 	Try int `json:"-"`
@@ -55,6 +63,23 @@ type Request struct {
 	// Runners pass it on: exec as the TRACEPARENT variable, openai as the
 	// traceparent header. It is not part of the cache key.
 	TraceParent string `json:"-"`
+}
+
+// Workspace is what a role learns of its task's git workspace.
+type Workspace struct {
+	// Dir is the worktree: exec runners run there and get it as
+	// DROVER_WORKSPACE.
+	Dir string
+	// Branch, Base and Head: the task's branch (DROVER_BRANCH), the pinned
+	// base commit (DROVER_BASE_SHA) and the current head.
+	Branch, Base, Head string
+	// For the judge: the implementer attempt's diff stat and patch from
+	// the base, bounded (PatchNote says what was cut, if anything), and
+	// whether the attempt changed nothing.
+	Stat      string
+	Patch     string
+	PatchNote string
+	Empty     bool
 }
 
 // Result is a role's successful result.

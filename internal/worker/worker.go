@@ -26,6 +26,7 @@ import (
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/workflow"
+	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -75,6 +76,10 @@ type Config struct {
 	// (tests inject faults with it). A wrapper that should let a poisoned
 	// task fail through the pipeline implements consumers.Poisoner too.
 	Middleware func(consumers.Handler) consumers.Handler
+	// Workspace gives each task a git worktree (off when Workspace.Repo is
+	// empty). Its MaxWorktrees defaults to Concurrency, so the worker never
+	// holds more worktrees than its pool has slots, plus those kept.
+	Workspace workspace.Config
 }
 
 // Worker is a running (or runnable) worker.
@@ -94,7 +99,8 @@ type Worker struct {
 	dead      atomic.Pointer[error]
 	startedAt atomic.Pointer[time.Time]
 
-	deps []Dependency // Config.Dependencies and the runners' health checks
+	deps []Dependency                   // Config.Dependencies and the runners' health checks
+	ws   atomic.Pointer[workspace.Manager] // set once started, workspaces on
 
 	probeMu  sync.Mutex // guards the cached JetStream check
 	probedAt time.Time
@@ -135,6 +141,14 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.ReadyCache <= 0 {
 		cfg.ReadyCache = 3 * time.Second
 	}
+	if cfg.Workspace.Enabled() {
+		if cfg.Workspace.MaxWorktrees <= 0 {
+			cfg.Workspace.MaxWorktrees = cfg.Concurrency
+		}
+		if err := cfg.Workspace.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Streams.Names = cfg.Names
 	cfg.Pipeline.MaxDeliver = cfg.Consumer.MaxDeliver
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(10*time.Second))
@@ -158,6 +172,10 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 
 // Started is closed once the worker's consumers are fetching.
 func (w *Worker) Started() <-chan struct{} { return w.started }
+
+// Workspaces returns the worker's workspace manager once it has started;
+// nil when workspaces are off or before Run prepared them.
+func (w *Worker) Workspaces() *workspace.Manager { return w.ws.Load() }
 
 // Pool returns the worker's pool, for its counters.
 func (w *Worker) Pool() *consumers.Pool { return w.pool }
@@ -204,6 +222,24 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Workflows: gate,
 		Lessons:   w.cfg.Lessons,
 		Tracer:    w.cfg.Tracer,
+	}
+	if w.cfg.Workspace.Enabled() {
+		m, err := workspace.New(w.cfg.Workspace, w.cfg.Log)
+		if err != nil {
+			return err
+		}
+		if err := m.Start(ctx); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		// Closed after the drain: the pusher flushes what approved tasks
+		// queued, and nothing kept is removed.
+		defer func() {
+			if err := m.Close(); err != nil {
+				w.cfg.Log.Warn("closing workspaces", "err", err)
+			}
+		}()
+		w.ws.Store(m)
+		deps.Workspaces = newWorkspaces(m)
 	}
 	h := newHandler(func(maxDeliver int) *pipeline.Pipeline {
 		pc := w.cfg.Pipeline

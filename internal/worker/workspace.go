@@ -1,0 +1,124 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/workspace"
+	"github.com/droverhq/drover/subjects"
+)
+
+// workspaces adapts a workspace.Manager to the pipeline's Workspaces. It
+// also decides what each workspace error means for the task:
+//
+//   - a change over max_patch_bytes, a branch that exists with other
+//     history and a branch name the template cannot make are permanent:
+//     the task fails with role_failed (no retry can fix them);
+//   - a setup command that fails, a worktree the agent broke (conflicted
+//     index, HEAD moved off the task's history, directory removed) and a
+//     branch held by another worktree are retried: the next delivery opens
+//     a fresh worktree from the recorded state and runs the role again;
+//   - a patch that does not apply is pipeline.ErrPatchDoesNotApply (a
+//     cache miss); a refused push is pipeline.ErrPushRejected.
+type workspaces struct {
+	m          *workspace.Manager
+	push       bool
+	keepFailed bool
+}
+
+func newWorkspaces(m *workspace.Manager) *workspaces {
+	cfg := m.Config()
+	return &workspaces{m: m, push: cfg.Push, keepFailed: cfg.KeepFailed}
+}
+
+// workspaceErr maps a workspace error to the pipeline's meaning.
+func workspaceErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, workspace.ErrChangeTooLarge), errors.Is(err, workspace.ErrBranchExists),
+		errors.Is(err, subjects.ErrInvalidBranch):
+		return fmt.Errorf("%w: %w", runner.ErrPermanent, err)
+	case errors.Is(err, workspace.ErrPatchDoesNotApply):
+		return fmt.Errorf("%w: %w", pipeline.ErrPatchDoesNotApply, err)
+	case errors.Is(err, workspace.ErrPushRejected):
+		return fmt.Errorf("%w: %w", pipeline.ErrPushRejected, err)
+	}
+	return err
+}
+
+func (a *workspaces) ResolveBase(ctx context.Context) (string, error) {
+	sha, err := a.m.ResolveBase(ctx)
+	return sha, workspaceErr(err)
+}
+
+func (a *workspaces) Branch(workflow, task, requested string) (string, error) {
+	b, err := a.m.Branch(workflow, task, requested)
+	return b, workspaceErr(err)
+}
+
+func (a *workspaces) Open(ctx context.Context, s pipeline.WorkspaceSpec) (pipeline.Workspace, error) {
+	spec := workspace.Spec{Workflow: s.Workflow, Task: s.Task, Branch: s.Branch, Base: s.Base}
+	if r := s.Replay; r != nil {
+		spec.Replay = []workspace.Patch{{Attempt: r.Attempt, Head: r.Head, Patch: r.Patch}}
+	}
+	w, err := a.m.Open(ctx, spec)
+	if err != nil {
+		return nil, workspaceErr(err)
+	}
+	return &openWorkspace{w: w, keepFailed: a.keepFailed}, nil
+}
+
+func (a *workspaces) Push(ctx context.Context, branch, head string) (bool, error) {
+	if !a.push {
+		return false, nil
+	}
+	if err := a.m.Push(ctx, branch, head); err != nil {
+		return false, workspaceErr(err)
+	}
+	return true, nil
+}
+
+// openWorkspace adapts a workspace.Workspace.
+type openWorkspace struct {
+	w          *workspace.Workspace
+	keepFailed bool
+}
+
+func (o *openWorkspace) Dir() string    { return o.w.Dir() }
+func (o *openWorkspace) Branch() string { return o.w.Branch() }
+func (o *openWorkspace) Base() string   { return o.w.Base() }
+
+func (o *openWorkspace) Head(ctx context.Context) (string, error) {
+	h, err := o.w.Head(ctx)
+	return h, workspaceErr(err)
+}
+
+func (o *openWorkspace) Commit(ctx context.Context, t pipeline.CommitTrailers, message string) (pipeline.WorkspaceDiff, error) {
+	c, err := o.w.Commit(ctx, trailers(t), message)
+	return diffOf(c), workspaceErr(err)
+}
+
+func (o *openWorkspace) Apply(ctx context.Context, p pipeline.WorkspacePatch, t pipeline.CommitTrailers) (pipeline.WorkspaceDiff, error) {
+	c, err := o.w.Apply(ctx, workspace.Patch{Attempt: p.Attempt, Head: p.Head, Patch: p.Patch}, trailers(t))
+	return diffOf(c), workspaceErr(err)
+}
+
+func (o *openWorkspace) Release(ctx context.Context, failed bool) error {
+	return o.w.Release(ctx, failed && o.keepFailed)
+}
+
+func trailers(t pipeline.CommitTrailers) workspace.Trailers {
+	return workspace.Trailers{Workflow: t.Workflow, Task: t.Task, Attempt: t.Attempt, EventID: t.EventID}
+}
+
+func diffOf(c workspace.Change) pipeline.WorkspaceDiff {
+	files := make([]subjects.WorkspaceFile, len(c.Files))
+	for i, f := range c.Files {
+		files[i] = subjects.WorkspaceFile{Path: f.Path, Status: f.Status, Added: f.Added, Removed: f.Removed, Binary: f.Binary}
+	}
+	return pipeline.WorkspaceDiff{Base: c.Base, Head: c.Head, Files: files, Patch: c.Patch, Empty: c.Empty, Commits: c.Commits}
+}

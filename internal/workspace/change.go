@@ -1,0 +1,362 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// maxMessageBytes bounds the agent's part of a commit message.
+const maxMessageBytes = 8 << 10
+
+// FileStat is one changed file: lines added and removed (zero for a
+// binary), and its status: A added, M modified, D deleted, T type changed.
+// Renames are not detected: a rename is a D and an A.
+type FileStat struct {
+	Path           string
+	Added, Removed int
+	Binary         bool
+	Status         string
+}
+
+// Change is a recorded change from Base to Head: the files, the patch
+// (`git diff --binary --full-index Base Head`, which `git apply` takes on
+// Base), whether the last step changed nothing, and how many commits it made.
+type Change struct {
+	Base, Head string
+	Files      []FileStat
+	Patch      []byte
+	Empty      bool
+	Commits    int
+}
+
+// Trailers name what a commit records; they become the Drover-Workflow,
+// Drover-Task, Drover-Attempt and Drover-Event trailers.
+type Trailers struct {
+	Workflow, Task string
+	Attempt        int
+	EventID        string
+}
+
+// Commit records whatever the agent changed: its own commits (kept, when
+// they descend from the task's head, even made on a detached HEAD or another
+// branch) and everything else in the worktree, added and committed with the
+// trailers. It returns the change from the base; Empty when nothing changed
+// since the previous head. A removed worktree, a conflicted index or a HEAD
+// moved off the task's history is ErrWorkspaceBroken; more than MaxPatchBytes
+// added, or a patch over it, is ErrChangeTooLarge (nothing is committed).
+func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Change, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return Change{}, err
+	}
+	g := w.m.git
+	cur, err := w.attach(ctx)
+	if err != nil {
+		return Change{}, err
+	}
+	if err := w.checkSizes(ctx); err != nil {
+		return Change{}, err
+	}
+	if _, err := g.out(ctx, w.dir, "add", "-A", "--ignore-errors"); err != nil {
+		return Change{}, fmt.Errorf("workspace: add: %w", err)
+	}
+	tree, err := g.out(ctx, w.dir, "write-tree")
+	if err != nil {
+		return Change{}, fmt.Errorf("workspace: write-tree: %w", err)
+	}
+	curTree, err := g.out(ctx, w.dir, "rev-parse", cur+"^{tree}")
+	if err != nil {
+		return Change{}, err
+	}
+	ch, err := w.m.change(ctx, w.base, tree)
+	if err != nil {
+		return Change{}, err
+	}
+	head := cur
+	if tree != curTree {
+		head, err = g.out(ctx, w.dir, "commit-tree", tree, "-p", cur, "-m", commitMessage(message, t))
+		if err != nil {
+			return Change{}, fmt.Errorf("workspace: commit: %w", err)
+		}
+		if _, err := g.out(ctx, w.dir, "update-ref", "-m", "drover: commit", "refs/heads/"+w.branch, head, cur); err != nil {
+			return Change{}, fmt.Errorf("workspace: update-ref: %w", err)
+		}
+	}
+	prevTree, err := g.out(ctx, w.dir, "rev-parse", w.head+"^{tree}")
+	if err != nil {
+		return Change{}, err
+	}
+	n, err := g.out(ctx, w.dir, "rev-list", "--count", w.head+".."+head)
+	if err != nil {
+		return Change{}, err
+	}
+	ch.Commits, _ = strconv.Atoi(n)
+	ch.Head, ch.Empty = head, tree == prevTree
+	w.head = head
+	return ch, nil
+}
+
+// checkSizes refuses, before anything is added to the mirror, a worktree
+// whose modified and untracked files hold more than MaxPatchBytes.
+func (w *Workspace) checkSizes(ctx context.Context) error {
+	out, err := w.m.git.run(ctx, gitCall{dir: w.dir, args: []string{"ls-files", "-z", "-m", "-o", "--exclude-standard"}, limit: 16 << 20})
+	if err != nil {
+		return fmt.Errorf("workspace: ls-files: %w", err)
+	}
+	var total int64
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) == 0 {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(w.dir, string(p))); err == nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+		if total > int64(w.m.cfg.MaxPatchBytes) {
+			return fmt.Errorf("%w: the changed files hold more than %d bytes (%.80q and others)", ErrChangeTooLarge, w.m.cfg.MaxPatchBytes, p)
+		}
+	}
+	return nil
+}
+
+// Diff returns the change from the base to the branch's head, committing
+// nothing (uncommitted edits are not in it).
+func (w *Workspace) Diff(ctx context.Context) (Change, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return Change{}, err
+	}
+	head, err := w.m.git.out(ctx, w.dir, "rev-parse", "-q", "--verify", "refs/heads/"+w.branch)
+	if err != nil {
+		return Change{}, fmt.Errorf("%w: the branch %s: %v", ErrWorkspaceBroken, w.branch, err)
+	}
+	ch, err := w.m.change(ctx, w.base, head)
+	ch.Head = head
+	return ch, err
+}
+
+// Apply replays a recorded patch (a cache hit, a resume): it builds Base's
+// tree plus the patch, checks it is the recorded one (the tree of p.Head when
+// this mirror has it, else the blob ids the patch names), commits it on top
+// of the current head with the trailers, and checks it out (discarding
+// uncommitted edits). Any failure is ErrPatchDoesNotApply and leaves the
+// branch where it was. Empty when the tree equals the current head's.
+func (w *Workspace) Apply(ctx context.Context, p Patch, t Trailers) (Change, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return Change{}, err
+	}
+	if len(p.Patch) > w.m.cfg.MaxPatchBytes {
+		return Change{}, fmt.Errorf("%w: %w: %d bytes", ErrPatchDoesNotApply, ErrChangeTooLarge, len(p.Patch))
+	}
+	g := w.m.git
+	tree, err := w.m.applyTree(ctx, w.base, p)
+	if err != nil {
+		return Change{}, err
+	}
+	cur := w.head
+	curTree, err := g.out(ctx, w.dir, "rev-parse", cur+"^{tree}")
+	if err != nil {
+		return Change{}, err
+	}
+	head := cur
+	if tree != curTree {
+		if t.Attempt == 0 {
+			t.Attempt = p.Attempt
+		}
+		head, err = g.out(ctx, w.dir, "commit-tree", tree, "-p", cur, "-m", commitMessage(fmt.Sprintf("drover: recorded change of attempt %d", p.Attempt), t))
+		if err != nil {
+			return Change{}, fmt.Errorf("workspace: commit: %w", err)
+		}
+	}
+	if _, err := g.out(ctx, w.dir, "checkout", "-q", "-f", "-B", w.branch, head); err != nil {
+		return Change{}, fmt.Errorf("workspace: checkout: %w", err)
+	}
+	ch, err := w.m.change(ctx, w.base, head)
+	if err != nil {
+		return Change{}, err
+	}
+	ch.Head, ch.Empty = head, tree == curTree
+	if tree != curTree {
+		ch.Commits = 1
+	}
+	w.head = head
+	return ch, nil
+}
+
+// applyTree writes base's tree plus the patch through a private index and
+// checks the result is the recorded one.
+func (m *Manager) applyTree(ctx context.Context, base string, p Patch) (string, error) {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	index := filepath.Join(m.tmp, "index-"+hex.EncodeToString(rnd[:]))
+	defer os.Remove(index)
+	env := []string{"GIT_INDEX_FILE=" + index}
+	run := func(stdin []byte, args ...string) (string, error) {
+		out, err := m.git.run(ctx, gitCall{args: append([]string{"--git-dir", m.mirror}, args...), env: env, stdin: stdin})
+		return strings.TrimSpace(string(out)), err
+	}
+	if _, err := run(nil, "read-tree", base); err != nil {
+		return "", fmt.Errorf("workspace: read-tree: %w", err)
+	}
+	if len(bytes.TrimSpace(p.Patch)) > 0 {
+		if _, err := run(p.Patch, "apply", "--cached", "--binary", "--whitespace=nowarn", "-"); err != nil {
+			return "", fmt.Errorf("%w: %v", ErrPatchDoesNotApply, err)
+		}
+	}
+	tree, err := run(nil, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("workspace: write-tree: %w", err)
+	}
+	if isSHA(p.Head) {
+		if want, err := run(nil, "rev-parse", "-q", "--verify", p.Head+"^{tree}"); err == nil {
+			if want != tree {
+				return "", fmt.Errorf("%w: the result's tree %.12s is not the recorded head's %.12s", ErrPatchDoesNotApply, tree, want)
+			}
+			return tree, nil
+		}
+	}
+	raw, err := m.git.run(ctx, gitCall{args: []string{"--git-dir", m.mirror, "diff-tree", "-r", "-z", "--no-renames", "--full-index", base, tree}})
+	if err != nil {
+		return "", fmt.Errorf("workspace: diff-tree: %w", err)
+	}
+	if got, want := rawBlobs(raw), patchBlobs(p.Patch); !equalSorted(got, want) {
+		return "", fmt.Errorf("%w: the result's blobs are not the ones the patch names", ErrPatchDoesNotApply)
+	}
+	return tree, nil
+}
+
+// change computes the change from base to a commit or tree.
+func (m *Manager) change(ctx context.Context, base, to string) (Change, error) {
+	ch := Change{Base: base}
+	args := func(extra ...string) gitCall {
+		return gitCall{args: append([]string{"--git-dir", m.mirror, "diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color"}, append(extra, base, to, "--")...), limit: 16 << 20}
+	}
+	status, err := m.git.run(ctx, args("--name-status", "-z"))
+	if err != nil {
+		return ch, fmt.Errorf("workspace: diff: %w", err)
+	}
+	numstat, err := m.git.run(ctx, args("--numstat", "-z"))
+	if err != nil {
+		return ch, fmt.Errorf("workspace: diff: %w", err)
+	}
+	ch.Files = parseStats(status, numstat)
+	ch.Patch, err = m.git.run(ctx, gitCall{args: args("--binary", "--full-index").args, limit: m.cfg.MaxPatchBytes})
+	if err == errOutputLimit {
+		return Change{}, fmt.Errorf("%w: the patch is over %d bytes", ErrChangeTooLarge, m.cfg.MaxPatchBytes)
+	}
+	if err != nil {
+		return Change{}, fmt.Errorf("workspace: diff: %w", err)
+	}
+	return ch, nil
+}
+
+// parseStats joins `--name-status -z` and `--numstat -z` outputs (same order).
+func parseStats(status, numstat []byte) []FileStat {
+	var files []FileStat
+	st := bytes.Split(bytes.TrimSuffix(status, []byte{0}), []byte{0})
+	for i := 0; i+1 < len(st); i += 2 {
+		files = append(files, FileStat{Status: string(st[i][:1]), Path: string(st[i+1])})
+	}
+	ns := bytes.Split(bytes.TrimSuffix(numstat, []byte{0}), []byte{0})
+	for i := 0; i < len(ns) && i < len(files); i++ {
+		f := strings.SplitN(string(ns[i]), "\t", 3)
+		if len(f) < 3 {
+			continue
+		}
+		if f[0] == "-" {
+			files[i].Binary = true
+			continue
+		}
+		files[i].Added, _ = strconv.Atoi(f[0])
+		files[i].Removed, _ = strconv.Atoi(f[1])
+	}
+	return files
+}
+
+// rawBlobs returns the new blob ids of a `diff-tree -r -z` output, leaving
+// out mode-only changes (a patch has no index line for them).
+func rawBlobs(raw []byte) []string {
+	var ids []string
+	for _, rec := range bytes.Split(raw, []byte{0}) {
+		if f := strings.Fields(string(rec)); len(f) == 5 && strings.HasPrefix(f[0], ":") && f[2] != f[3] {
+			ids = append(ids, f[3])
+		}
+	}
+	return ids
+}
+
+// patchBlobs returns the new blob ids of a patch's "index a..b" lines (the
+// zero id for a deleted file).
+func patchBlobs(patch []byte) []string {
+	var ids []string
+	for _, line := range strings.Split(string(patch), "\n") {
+		if rest, ok := strings.CutPrefix(line, "index "); ok {
+			if from, to, ok := strings.Cut(rest, ".."); ok {
+				to, _, _ = strings.Cut(to, " ")
+				if isSHA(from) && isSHA(to) {
+					ids = append(ids, to)
+				}
+			}
+		}
+	}
+	return ids
+}
+
+func equalSorted(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	sort.Strings(a)
+	sort.Strings(b)
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// commitMessage is the agent's message made safe (bounded, no control
+// characters, no Drover- trailers of its own) followed by the trailers.
+func commitMessage(message string, t Trailers) string {
+	if len(message) > maxMessageBytes {
+		message = message[:maxMessageBytes]
+	}
+	message = strings.ToValidUTF8(message, "\uFFFD")
+	message = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
+			return r
+		}
+		return -1
+	}, message)
+	var lines []string
+	for _, l := range strings.Split(message, "\n") {
+		if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(l)), "drover-") {
+			lines = append(lines, strings.TrimRight(l, " \t"))
+		}
+	}
+	message = strings.TrimSpace(strings.Join(lines, "\n"))
+	if message == "" {
+		message = fmt.Sprintf("drover: %s/%s attempt %d", t.Workflow, t.Task, t.Attempt)
+	}
+	var b strings.Builder
+	b.WriteString(message)
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "Drover-Workflow: %s\nDrover-Task: %s\nDrover-Attempt: %d\n", t.Workflow, t.Task, t.Attempt)
+	if t.EventID != "" {
+		fmt.Fprintf(&b, "Drover-Event: %s\n", t.EventID)
+	}
+	return b.String()
+}

@@ -1,0 +1,115 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// runCommand starts a setup or cleanup command in dir, with no shell, the
+// worker's environment plus env, and its timeout; the error holds the tail
+// of its output.
+func runCommand(ctx context.Context, dir string, c Command, env []string) error {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultCommandTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out := &capWriter{max: maxStderr, tail: true}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("timed out after %v", timeout)
+		}
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(out.buf.String()))
+	}
+	return nil
+}
+
+// copyIgnored copies the CopyIgnored paths and globs from CopyFrom into dir.
+// Directories are copied recursively, symbolic links and other special
+// files skipped, at most DefaultMaxCopyBytes in all; nothing outside
+// CopyFrom is read.
+func (m *Manager) copyIgnored(dir string) error {
+	if len(m.cfg.CopyIgnored) == 0 {
+		return nil
+	}
+	src := m.cfg.CopyFrom
+	budget := int64(DefaultMaxCopyBytes)
+	for _, pattern := range m.cfg.CopyIgnored {
+		matches, err := filepath.Glob(filepath.Join(src, pattern))
+		if err != nil {
+			return err
+		}
+		for _, from := range matches {
+			rel, err := filepath.Rel(src, from)
+			if err != nil || rel == "." || strings.HasPrefix(rel, "..") || rel == ".git" || strings.HasPrefix(rel, ".git"+string(filepath.Separator)) {
+				continue
+			}
+			if err := copyTree(from, filepath.Join(dir, rel), &budget); err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
+		}
+	}
+	return nil
+}
+
+func copyTree(from, to string, budget *int64) error {
+	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		target := filepath.Join(to, rel)
+		switch {
+		case d.IsDir():
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(target, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if *budget -= fi.Size(); *budget < 0 {
+			return errors.New("over 64 MiB copied")
+		}
+		return copyFile(p, target, fi.Mode().Perm())
+	})
+}
+
+func copyFile(from, to string, perm fs.FileMode) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(to) // never write through a link the worktree holds
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
