@@ -160,10 +160,10 @@ func renderWorkspaces(w io.Writer, workers []status.Worker) error {
 		if tw == nil {
 			fmt.Fprintln(w)
 			tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKSPACES	WORKTREES	KEPT	DISK	FETCHES	PUSHES	PUSHED BRANCHES")
+			fmt.Fprintln(tw, "WORKSPACES\tWORKTREES\tOPEN\tKEPT\tDISK\tFETCHES\tPUSHES\tPUSHED BRANCHES\tPUSH RETRIES")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%d\n", wk.WorkerID, ws.Worktrees, ws.Kept,
-			strings.TrimSpace(byteSize(uint64(max(ws.DiskBytes, 0)))), ws.Fetches, ws.Pushes, ws.PushedRefs)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\n", wk.WorkerID, ws.Worktrees, ws.Open, ws.Kept,
+			strings.TrimSpace(byteSize(uint64(max(ws.DiskBytes, 0)))), ws.Fetches, ws.Pushes, ws.PushedRefs, ws.PushRetries)
 	}
 	if tw == nil {
 		return nil

@@ -15,7 +15,7 @@ import (
 func TestRenderStatusWorkspaces(t *testing.T) {
 	plain := status.Worker{WorkerStatus: status.WorkerStatus{WorkerID: "w-plain", State: "running"}}
 	ws := status.Worker{WorkerStatus: status.WorkerStatus{WorkerID: "w-git", State: "running",
-		Workspaces: &status.WorkspaceCounts{Worktrees: 3, Kept: 1, DiskBytes: 5 << 20, Fetches: 2, Pushes: 1, PushedRefs: 7}}}
+		Workspaces: &status.WorkspaceCounts{Worktrees: 3, Open: 2, Kept: 1, DiskBytes: 5 << 20, Fetches: 2, Pushes: 1, PushedRefs: 7, PushRetries: 4}}}
 	for _, tc := range []struct {
 		name    string
 		workers []status.Worker
@@ -23,8 +23,8 @@ func TestRenderStatusWorkspaces(t *testing.T) {
 		not     []string
 	}{
 		{"none", []status.Worker{plain}, nil, []string{"WORKSPACES"}},
-		{"one", []status.Worker{plain, ws}, []string{"WORKSPACES  WORKTREES  KEPT  DISK     FETCHES  PUSHES  PUSHED BRANCHES",
-			"w-git       3          1     5.0 MiB  2        1       7"}, []string{"w-plain     3"}},
+		{"one", []status.Worker{plain, ws}, []string{"WORKSPACES  WORKTREES  OPEN  KEPT  DISK     FETCHES  PUSHES  PUSHED BRANCHES  PUSH RETRIES",
+			"w-git       3          2     1     5.0 MiB  2        1       7                4"}, []string{"w-plain     3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer

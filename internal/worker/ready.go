@@ -23,8 +23,8 @@ const jsProbeTimeout = 2 * time.Second
 
 // CheckReady reports whether the worker should get work (nil) or why not.
 // It is ready when it has started, is not draining, its connection is up,
-// its workflow gate's watch runs, its dependencies (Config.Dependencies
-// and the runners' health checks) answer, every queue's fetch loop runs, and
+// its workflow gate's watch runs, its dependencies (the workspace
+// repository, Config.Dependencies and the runners' health checks) answer, every queue's fetch loop runs, and
 // JetStream answers for the audit and
 // DLQ streams, the state bucket and every queue's consumer (which lives on
 // the tasks stream). That last check is reused for Config.ReadyCache, so a
@@ -128,13 +128,21 @@ func dependencies(cfg Config) []Dependency {
 	return deps
 }
 
-// checkDependencies returns the first failing dependency's error, named.
+// checkDependencies returns the first failing dependency's error, named:
+// the workspace repository (when workspaces are on), then Config.Dependencies
+// and the runners' endpoints.
 func (w *Worker) checkDependencies() error {
-	if len(w.deps) == 0 {
+	m := w.ws.Load()
+	if len(w.deps) == 0 && m == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), depTimeout)
 	defer cancel()
+	if m != nil {
+		if err := m.Ready(ctx); err != nil {
+			return err // "workspace: repository R unreachable: ..."
+		}
+	}
 	for _, d := range w.deps {
 		if err := d.Check(ctx); err != nil {
 			if d.Name == "" {

@@ -99,7 +99,7 @@ type Worker struct {
 	dead      atomic.Pointer[error]
 	startedAt atomic.Pointer[time.Time]
 
-	deps []Dependency                   // Config.Dependencies and the runners' health checks
+	deps []Dependency                      // Config.Dependencies and the runners' health checks
 	ws   atomic.Pointer[workspace.Manager] // set once started, workspaces on
 
 	probeMu  sync.Mutex // guards the cached JetStream check
