@@ -1,0 +1,409 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/config"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/worker"
+	"github.com/droverhq/drover/internal/workspace"
+	"github.com/droverhq/drover/subjects"
+)
+
+// wsRig is one workspace test's fixture: a NATS server, a bare git remote,
+// the scripted agent's call log and the recording judge's directory.
+type wsRig struct {
+	*bundle
+	remote   *gitRemote
+	calls    string // the agent's call log: "<task> <attempt>" per call
+	judgeDir string // the recording judge's inputs
+	agent    string // tests/testdata/ws_agent.sh
+	judge    string // tests/testdata/ws_judge.sh
+}
+
+func newWSRig(t *testing.T) *wsRig {
+	t.Helper()
+	agent, err := filepath.Abs(filepath.Join("testdata", "ws_agent.sh"))
+	require.NoError(t, err)
+	judge, err := filepath.Abs(filepath.Join("testdata", "ws_judge.sh"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	r := &wsRig{bundle: setup(t), remote: newGitRemote(t), calls: filepath.Join(dir, "calls.log"),
+		judgeDir: filepath.Join(dir, "judge"), agent: agent, judge: judge}
+	require.NoError(t, os.Mkdir(r.judgeDir, 0o755))
+	return r
+}
+
+// wsOptions shape a rig's configuration.
+type wsOptions struct {
+	execJudge bool   // the recording judge instead of the sim
+	judgeWait string // the file the recording judge waits for ("" none)
+	pushBatch int    // default 8
+	pushDelay string // default 20s: a batch goes out when full (see TestWorkspaceSixteenTasks)
+}
+
+// configYAML is a drover config file: planner on the sim, the scripted
+// agent as the exec implementer, the sim or the recording judge, and
+// workspaces in dir pushing to the rig's remote.
+func (r *wsRig) configYAML(dir string, o wsOptions) string {
+	if o.pushBatch == 0 {
+		o.pushBatch = 8
+	}
+	if o.pushDelay == "" {
+		o.pushDelay = "20s"
+	}
+	judge := "  judge: {runner: sim}\n"
+	if o.execJudge {
+		judge = fmt.Sprintf("  judge: {runner: exec, exec: {argv: [sh, %q], env: {JUDGE_DIR: %q, JUDGE_WAIT: %q}, inherit: [PATH]}}\n",
+			r.judge, r.judgeDir, o.judgeWait)
+	}
+	return fmt.Sprintf(`roles:
+  planner: {runner: sim}
+  implementer: {runner: exec, exec: {argv: [sh, %q], env: {AGENT_CALL_LOG: %q}, inherit: [PATH]}}
+%sworkspace:
+  repo: %q
+  dir: %q
+  push: true
+  push_batch: %d
+  push_delay: %s
+`, r.agent, r.calls, judge, r.remote.dir, dir, o.pushBatch, o.pushDelay)
+}
+
+// startWSWorker runs an in-process worker with its own workspace
+// directory.
+func (r *wsRig) startWSWorker(concurrency int, o wsOptions) *worker.Worker {
+	r.t.Helper()
+	doc := r.configYAML(filepath.Join(r.t.TempDir(), "workspaces"), o)
+	set := runnersFromConfig(r.t, doc)
+	ws := r.wsConfig(doc)
+	ws.MaxWorktrees = concurrency
+	return r.startWorker(worker.Config{Concurrency: concurrency, Runners: set, Workspace: ws})
+}
+
+// wsConfig reads the workspace block of a config document.
+func (r *wsRig) wsConfig(doc string) workspace.Config {
+	r.t.Helper()
+	f, err := config.Parse([]byte(doc))
+	require.NoError(r.t, err)
+	return f.Workspace
+}
+
+// agentCalls counts the agent's calls per task.
+func (r *wsRig) agentCalls() map[string]int {
+	r.t.Helper()
+	b, err := os.ReadFile(r.calls)
+	if os.IsNotExist(err) {
+		return map[string]int{}
+	}
+	require.NoError(r.t, err)
+	out := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if task, _, ok := strings.Cut(line, " "); ok {
+			out[task]++
+		}
+	}
+	return out
+}
+
+// judgeInputs returns what the recording judge was given for a task, one
+// request per call, in no particular order.
+func (r *wsRig) judgeInputs(task string) []string {
+	r.t.Helper()
+	paths, err := filepath.Glob(filepath.Join(r.judgeDir, task+".*.json"))
+	require.NoError(r.t, err)
+	sort.Strings(paths)
+	var out []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		require.NoError(r.t, err)
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// judgeCalls counts the recording judge's calls for a task (for Eventually).
+func (r *wsRig) judgeCalls(task string) int {
+	paths, _ := filepath.Glob(filepath.Join(r.judgeDir, task+".*.json"))
+	return len(paths)
+}
+
+// tasks are the requests of a board: one per ID, in workflow wf.
+func wsTasks(wf string, ids ...string) []subjects.TaskRequest {
+	out := make([]subjects.TaskRequest, len(ids))
+	for i, id := range ids {
+		out[i] = task(wf, id)
+	}
+	return out
+}
+
+// wsResult is result.workspace of a completed task.
+func wsResult(t *testing.T, ev subjects.AuditEvent) subjects.WorkspaceResult {
+	t.Helper()
+	require.Equal(t, subjects.EventTaskCompleted, ev.EventType, "%s: %s %s", ev.TaskID, ev.Action, ev.Error)
+	var out struct {
+		Workspace *subjects.WorkspaceResult `json:"workspace"`
+	}
+	require.NoError(t, json.Unmarshal(ev.Output, &out))
+	require.NotNil(t, out.Workspace, "task_completed of %s has no workspace: %s", ev.TaskID, ev.Output)
+	return *out.Workspace
+}
+
+// recorded returns the change each implementer attempt of a task recorded,
+// by attempt.
+func (r *wsRig) recorded(wf, id string) map[int]subjects.WorkspaceChange {
+	r.t.Helper()
+	out := map[int]subjects.WorkspaceChange{}
+	for _, ev := range r.events(wf) {
+		if ev.TaskID != id || ev.EventType != subjects.EventImplementerChange {
+			continue
+		}
+		var meta struct {
+			Workspace *subjects.WorkspaceChange `json:"workspace"`
+		}
+		require.NoError(r.t, json.Unmarshal(ev.Metadata, &meta))
+		require.NotNil(r.t, meta.Workspace, "implementer_change of %s attempt %d records no change", id, ev.Attempt)
+		out[ev.Attempt] = *meta.Workspace
+	}
+	return out
+}
+
+// ceilDiv is a/b rounded up.
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// 16 tasks at pool 16 on one worker, each agent editing its own file and
+// one shared file: 16 branches, each holding exactly its own change from
+// the pinned base, written once each, in at most ceil(16/8) pushes.
+func TestWorkspaceSixteenTasks(t *testing.T) {
+	t.Parallel()
+	r := newWSRig(t)
+	// A long push delay: a batch goes out when it is full, so the count
+	// of pushes does not depend on how the approvals spread over time.
+	const batch = 8
+	w := r.startWSWorker(16, wsOptions{pushBatch: batch, pushDelay: "20s"})
+	var ids []string
+	for i := range 16 {
+		ids = append(ids, fmt.Sprintf("edit-%02d", i))
+	}
+	after := r.submit(wsTasks("ws16", ids...)...)
+	got := r.waitTerminal("ws16", after, 16)
+
+	require.Len(t, r.remote.branches("drover/ws16/"), 16)
+	for _, id := range ids {
+		res := wsResult(t, got[id])
+		branch := "drover/ws16/" + id
+		require.Equal(t, branch, res.Branch)
+		require.Equal(t, r.remote.base, res.Base, "%s: the pinned base", id)
+		require.True(t, res.Pushed, id)
+		require.Equal(t, res.Head, r.remote.rev("refs/heads/"+branch), "%s: the approved head is on the remote", id)
+		require.Equal(t, []string{"shared.txt", "tasks/" + id + ".txt"}, r.remote.changed(branch), "%s: exactly its own change", id)
+		diff := gitIn(t, r.remote.dir, "diff", r.remote.base, "refs/heads/"+branch, "--", "shared.txt")
+		require.Contains(t, diff, "+"+id+" was here")
+		require.Equal(t, 1, strings.Count(diff, "\n+")-strings.Count(diff, "\n+++"), "%s: one line added to shared.txt", id)
+		require.Len(t, r.remote.reflog(branch), 1, "%s: written once", id)
+	}
+	require.LessOrEqual(t, r.remote.pushCount(), ceilDiv(16, batch), "pushes: %v", r.remote.pushes())
+	require.Equal(t, 16, sumCalls(r.agentCalls()), "one agent call per task")
+
+	st := w.Status().Workspaces
+	require.NotNil(t, st)
+	require.EqualValues(t, r.remote.pushCount(), st.Pushes)
+	require.EqualValues(t, 16, st.PushedRefs)
+	require.Positive(t, st.DiskBytes)
+	require.LessOrEqual(t, st.Worktrees, 16, "never more worktrees than pool slots")
+
+	// drover status shows them.
+	code, out, errOut := r.drover("status")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "WORKSPACES")
+	require.Regexp(t, `\n\S+\s+\d+\s+\d+\s+\d+\s+\S+ \S*B\s+\d+\s+\d+\s+16\s+\d+\n`, out)
+}
+
+func sumCalls(m map[string]int) int {
+	n := 0
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+// An agent that commits itself, one that changes nothing, one that deletes
+// a file and one that writes a binary file are all recorded: drover task
+// diff prints a patch that git apply --index takes on the base in a fresh
+// clone, giving the branch's tree; drover audit shows each change.
+func TestWorkspaceRecordsEveryKindOfChange(t *testing.T) {
+	t.Parallel()
+	r := newWSRig(t)
+	r.startWSWorker(4, wsOptions{pushDelay: "100ms"})
+	ids := []string{"commit-1", "nothing-1", "delete-1", "binary-1"}
+	after := r.submit(wsTasks("kinds", ids...)...)
+	got := r.waitTerminal("kinds", after, len(ids))
+
+	for _, id := range ids {
+		res := wsResult(t, got[id])
+		code, patch, errOut := r.drover("task", "diff", "kinds/"+id)
+		require.Equal(t, 0, code, "%s: %s", id, errOut)
+		require.Contains(t, errOut, "base "+r.remote.base)
+		clone := r.remote.clone()
+		if patch != "" {
+			p := filepath.Join(t.TempDir(), id+".patch")
+			require.NoError(t, os.WriteFile(p, []byte(patch), 0o644))
+			gitIn(t, clone, "apply", "--index", p)
+		}
+		require.Equal(t, r.remote.tree(res.Branch), gitIn(t, clone, "write-tree"), "%s: the patch gives the branch's tree", id)
+		require.Equal(t, gitIn(t, r.remote.dir, "rev-parse", res.Head+"^{tree}"), r.remote.tree(res.Branch))
+	}
+	require.Equal(t, []string{"doomed.txt"}, r.remote.changed("drover/kinds/delete-1"))
+	require.Empty(t, r.remote.changed("drover/kinds/nothing-1"))
+	require.Equal(t, []string{"bin/binary-1.bin"}, r.remote.changed("drover/kinds/binary-1"))
+	require.Equal(t, []string{"shared.txt", "tasks/commit-1.txt"}, r.remote.changed("drover/kinds/commit-1"))
+	// The agent's own commit is kept in the branch's history.
+	require.Contains(t, gitIn(t, r.remote.dir, "log", "--format=%s", r.remote.base+"..refs/heads/drover/kinds/commit-1"), "agent: commit-1 by itself")
+
+	nothing := r.recorded("kinds", "nothing-1")[1]
+	require.True(t, nothing.Empty, "an attempt that changed nothing says so")
+	require.Empty(t, nothing.Files)
+	binary := r.recorded("kinds", "binary-1")[1]
+	require.Len(t, binary.Files, 1)
+	require.True(t, binary.Files[0].Binary)
+	deleted := r.recorded("kinds", "delete-1")[1]
+	require.Equal(t, []subjects.WorkspaceFile{{Path: "doomed.txt", Status: "D", Removed: 1}}, deleted.Files)
+
+	code, out, errOut := r.drover("audit", "--workflow", "kinds", "--type", "implementer_change")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "1 file +0 -1: D doomed.txt (+0 -1)")
+	require.Contains(t, out, "1 file +0 -0: A bin/binary-1.bin (binary)")
+	require.Contains(t, out, "2 files +2 -0: A shared.txt")
+	require.Contains(t, out, "no change")
+
+	// A task without a recorded change, and an attempt that does not exist.
+	code, _, errOut = r.drover("task", "diff", "kinds/none-1")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no implementer_change event")
+	code, _, errOut = r.drover("task", "diff", "kinds/commit-1", "--attempt", "2")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no implementer_change event of attempt 2")
+}
+
+// The recording judge's request holds the diff; a rejected attempt's
+// second try starts from the first attempt's commit.
+func TestWorkspaceJudgeSeesDiffAndRetryBuildsOnFirstAttempt(t *testing.T) {
+	t.Parallel()
+	r := newWSRig(t)
+	r.startWSWorker(2, wsOptions{execJudge: true, pushDelay: "100ms"})
+	after := r.submit(task("judged", "edit-1"))
+	got := r.waitTerminal("judged", after, 1)
+	wsResult(t, got["edit-1"])
+	in := r.judgeInputs("edit-1")
+	require.Len(t, in, 1)
+	var req runner.ExecInput
+	require.NoError(t, json.Unmarshal([]byte(in[0]), &req))
+	require.Contains(t, req.Prompt, "tasks/edit-1.txt", "the diff stat")
+	require.Contains(t, req.Prompt, "+change of edit-1", "the patch")
+	require.Contains(t, req.Prompt, "+edit-1 was here")
+
+	// The sim judge rejects the first attempt.
+	sim := withSim(task("judged", "edit-2"), `{"judge_rejects": 1}`)
+	r2 := newWSRig(t)
+	r2.startWSWorker(2, wsOptions{pushDelay: "100ms"})
+	after = r2.submit(withSimWF(sim, "rejected"))
+	res := wsResult(t, r2.waitTerminal("rejected", after, 1)["edit-2"])
+	rec := r2.recorded("rejected", "edit-2")
+	require.Len(t, rec, 2)
+	first, second := rec[1].Head, rec[2].Head
+	require.Equal(t, second, res.Head)
+	require.Equal(t, first, r2.remote.rev(second+"^"), "the second attempt's commit sits on the first's")
+	require.Equal(t, "change of edit-2\nattempt 2\n", gitIn(t, r2.remote.dir, "show", second+":tasks/edit-2.txt")+"\n")
+	require.Equal(t, map[string]int{"edit-2": 2}, r2.agentCalls())
+}
+
+// withSimWF moves a request to another workflow.
+func withSimWF(r subjects.TaskRequest, wf string) subjects.TaskRequest { r.Workflow = wf; return r }
+
+// Re-running the same board under a new workflow on the same base gives
+// every branch the identical tree, with zero agent calls: the cached
+// changes are replayed.
+func TestWorkspaceCachedRerun(t *testing.T) {
+	t.Parallel()
+	r := newWSRig(t)
+	r.startWSWorker(4, wsOptions{pushDelay: "100ms"})
+	ids := []string{"edit-1", "commit-1", "delete-1", "binary-1"}
+	after := r.submit(wsTasks("run-1", ids...)...)
+	for id, ev := range r.waitTerminal("run-1", after, len(ids)) {
+		wsResult(t, ev)
+		_ = id
+	}
+	calls := r.agentCalls()
+	require.Equal(t, len(ids), sumCalls(calls))
+
+	after = r.submit(wsTasks("run-2", ids...)...)
+	for _, ev := range r.waitTerminal("run-2", after, len(ids)) {
+		wsResult(t, ev)
+	}
+	require.Equal(t, calls, r.agentCalls(), "zero agent calls in the re-run")
+	for _, id := range ids {
+		require.Equal(t, r.remote.tree("drover/run-1/"+id), r.remote.tree("drover/run-2/"+id), "%s: identical tree", id)
+	}
+	for _, ev := range r.events("run-2") {
+		if ev.EventType == subjects.EventImplementerChange {
+			require.True(t, ev.Cached, "%s: served from the cache", ev.TaskID)
+		}
+	}
+}
+
+// A push the remote refuses for one branch fails that task only, with one
+// DLQ entry (push_rejected); a remote that is down while tasks are approved
+// delays their pushes (the worker is not ready meanwhile, saying why) and
+// then pushes everything.
+func TestWorkspacePushRejectedAndRemoteDown(t *testing.T) {
+	t.Parallel()
+	r := newWSRig(t)
+	r.remote.hook("update", "#!/bin/sh\ncase \"$1\" in refs/heads/drover/push/edit-bad) echo \"no, not $1\" >&2; exit 1;; esac\n")
+	release := filepath.Join(t.TempDir(), "release-judges")
+	w := r.startWSWorker(4, wsOptions{execJudge: true, judgeWait: release, pushBatch: 4, pushDelay: "100ms"})
+
+	ids := []string{"edit-a", "edit-bad", "edit-b"}
+	after := r.submit(wsTasks("push", ids...)...)
+	// Every task waits in its judge: take the remote away, then let them
+	// be approved.
+	require.Eventually(t, func() bool {
+		return r.judgeCalls("edit-a")+r.judgeCalls("edit-bad")+r.judgeCalls("edit-b") == 3
+	}, 30*time.Second, 10*time.Millisecond)
+	away := r.remote.dir + ".away"
+	require.NoError(t, os.Rename(r.remote.dir, away))
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	// The pushes fail and are retried; the worker says why it is not ready.
+	require.Eventually(t, func() bool {
+		st := w.Status().Workspaces
+		return st != nil && st.PushRetries > 0
+	}, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		err := w.CheckReady()
+		return err != nil && strings.Contains(err.Error(), "unreachable")
+	}, 30*time.Second, 10*time.Millisecond)
+	require.NoError(t, os.Rename(away, r.remote.dir))
+
+	got := r.waitTerminal("push", after, len(ids))
+	for _, id := range []string{"edit-a", "edit-b"} {
+		res := wsResult(t, got[id])
+		require.True(t, res.Pushed)
+		require.Equal(t, res.Head, r.remote.rev("refs/heads/drover/push/"+id), "%s: pushed once the remote is back", id)
+	}
+	bad := got["edit-bad"]
+	require.Equal(t, subjects.EventTaskFailed, bad.EventType)
+	require.Equal(t, string(subjects.ReasonPushRejected), bad.Action)
+	require.NotContains(t, r.remote.branches("drover/push/"), "drover/push/edit-bad")
+	dead := r.dlq()
+	require.Len(t, dead, 1, "one DLQ entry")
+	require.Equal(t, "edit-bad", dead[0].Header.Get(subjects.HeaderTask))
+	require.Equal(t, string(subjects.ReasonPushRejected), dead[0].Header.Get(subjects.HeaderReason))
+	require.Eventually(t, func() bool { return w.CheckReady() == nil }, 30*time.Second, 10*time.Millisecond, "ready again")
+}
