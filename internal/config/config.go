@@ -156,7 +156,9 @@ type Exec struct {
 	// A bare name is looked up in the absolute entries of the child's
 	// PATH; a name with a slash is taken relative to Dir.
 	Argv []string `yaml:"argv"`
-	// Dir is the working directory. Empty means Drover's own.
+	// Dir is the working directory. Empty means Drover's own, or with
+	// workspaces on (implementer and judge) the task's worktree; a role
+	// with a dir runs there and finds the worktree in DROVER_WORKSPACE.
 	Dir string `yaml:"dir"`
 	// Env are variables set in the child's environment, on top of
 	// Inherit. Empty means none. DROVER_ROLE is always set.

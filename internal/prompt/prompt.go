@@ -43,6 +43,10 @@ type Data struct {
 	// are text from earlier runs, not the operator's: render them with
 	// the lessons function, which quotes them as data.
 	Lessons []string
+	// Workspace is the task's git workspace, nil without one; for the
+	// judge it holds the attempt's diff stat and bounded patch. Render it
+	// with the workspace function, which quotes the patch as data.
+	Workspace *Workspace
 }
 
 // Set holds one parsed template per role with the hash of its source.
@@ -69,6 +73,9 @@ var funcs = template.FuncMap{
 	// lessons renders lessons as a quoted data block:
 	// {{if .Lessons}}{{lessons .Lessons}}{{end}}. See renderLessons.
 	"lessons": renderLessons,
+	// workspace renders the task's git change as a quoted data block:
+	// {{if .Workspace}}{{workspace .Workspace}}{{end}}. See renderWorkspace.
+	"workspace": renderWorkspace,
 	// indent prefixes every line of s with n spaces.
 	"indent": func(n int, s string) string {
 		pad := strings.Repeat(" ", n)

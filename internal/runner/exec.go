@@ -20,6 +20,12 @@ const (
 	NoPromptEnv = "-"
 	// PromptFileEnv holds the path of the prompt file, when one is written.
 	PromptFileEnv = "DROVER_PROMPT_FILE"
+	// WorkspaceEnv, BranchEnv and BaseSHAEnv hold the task's worktree, its
+	// branch and its pinned base commit, when workspaces are on. A role
+	// whose config names no dir runs in the worktree.
+	WorkspaceEnv = "DROVER_WORKSPACE"
+	BranchEnv    = "DROVER_BRANCH"
+	BaseSHAEnv   = "DROVER_BASE_SHA"
 	// RoleEnv holds the role's name.
 	RoleEnv = "DROVER_ROLE"
 	// TraceParentEnv holds the role span's W3C traceparent, when there is
@@ -52,7 +58,9 @@ type ExecConfig struct {
 	// unless it contains a slash; a relative path is relative to Dir. It
 	// is run directly, never through a shell.
 	Argv []string
-	// Dir is the child's working directory (default: the worker's).
+	// Dir is the child's working directory (default: the request's
+	// workspace when it has one, else the worker's). A relative argv[0] is
+	// found relative to Dir, not to the workspace.
 	Dir string
 	// Env is set in the child's environment, on top of Inherit.
 	Env map[string]string
@@ -231,8 +239,13 @@ type ExecInput struct {
 
 // promptData is what the role's template sees for req.
 func promptData(req Request) prompt.Data {
-	return prompt.Data{
+	d := prompt.Data{
 		Role: req.Role, Task: req.Task, Attempt: req.Attempt,
 		Plan: string(req.Plan), Change: string(req.Change), Feedback: req.Feedback, Lessons: req.Lessons,
 	}
+	if w := req.Workspace; w != nil {
+		d.Workspace = &prompt.Workspace{Branch: w.Branch, Base: w.Base, Head: w.Head, Stat: w.Stat,
+			Patch: w.Patch, PatchNote: w.PatchNote, Empty: w.Empty}
+	}
+	return d
 }

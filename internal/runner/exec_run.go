@@ -45,6 +45,13 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	if req.TraceParent != "" {
 		vars[TraceParentEnv] = req.TraceParent
 	}
+	dir := e.cfg.Dir
+	if w := req.Workspace; w != nil {
+		vars[WorkspaceEnv], vars[BranchEnv], vars[BaseSHAEnv] = w.Dir, w.Branch, w.Base
+		if dir == "" {
+			dir = w.Dir // the task's worktree, unless the config names a dir
+		}
+	}
 	path, err := e.resolve(vars)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: exec %s: %v", ErrPermanent, name, err)
@@ -61,7 +68,7 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	stderr := &tailWriter{max: e.cfg.MaxStderrBytes}
 	cmd := exec.CommandContext(runCtx, path, e.cfg.Argv[1:]...)
 	cmd.Args[0] = name
-	cmd.Dir, cmd.Env = e.cfg.Dir, env
+	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), stdout, stderr
 	cmd.WaitDelay = e.waitDelay
 	ownGroup(cmd)

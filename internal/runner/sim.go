@@ -26,7 +26,9 @@ type SimOptions struct {
 // Sim is the built-in deterministic runner (see the contract's "The
 // simulator runner"). Its output is a pure function of the request, except
 // for Try and the workflow ID; metadata.sim steers latency, failures,
-// panics and hangs. A Sim counts its calls and is safe for concurrent use.
+// panics and hangs. In a workspace the implementer also edits files (see
+// simEdit): deterministic in the request. A Sim counts its calls and is
+// safe for concurrent use.
 type Sim struct {
 	opts SimOptions
 
@@ -75,6 +77,11 @@ func (s *Sim) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	if f := ctl.Fail; f != nil && f.Role == req.Role && (f.Times == -1 || req.Try <= f.Times) {
 		return Result{}, fmt.Errorf("sim: %s failure on try %d", req.Role, req.Try)
+	}
+	if req.Role == subjects.RoleImplementer && req.Workspace != nil {
+		if err := simEdit(req); err != nil {
+			return Result{}, err
+		}
 	}
 	return simOutput(req, ctl)
 }
