@@ -281,7 +281,7 @@ func TestWorkspaceRecordsEveryKindOfChange(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "1 file +0 -1: D doomed.txt (+0 -1)")
 	require.Contains(t, out, "1 file +0 -0: A bin/binary-1.bin (binary)")
-	require.Contains(t, out, "2 files +2 -0: A shared.txt")
+	require.Contains(t, out, "2 files +2 -0: M shared.txt (+1 -0), A tasks/commit-1.txt (+1 -0)")
 	require.Contains(t, out, "no change")
 
 	// A task without a recorded change, and an attempt that does not exist.
