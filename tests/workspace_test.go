@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -406,4 +408,91 @@ func TestWorkspacePushRejectedAndRemoteDown(t *testing.T) {
 	require.Equal(t, "edit-bad", dead[0].Header.Get(subjects.HeaderTask))
 	require.Equal(t, string(subjects.ReasonPushRejected), dead[0].Header.Get(subjects.HeaderReason))
 	require.Eventually(t, func() bool { return w.CheckReady() == nil }, 30*time.Second, 10*time.Millisecond, "ready again")
+}
+
+// startWSProc runs a worker process with a workspace directory of its own.
+func (r *wsRig) startWSProc(id string, o wsOptions, args ...string) *proc {
+	r.t.Helper()
+	cfg := filepath.Join(r.t.TempDir(), "drover.yaml")
+	require.NoError(r.t, os.WriteFile(cfg, []byte(r.configYAML(filepath.Join(r.t.TempDir(), "workspaces"), o)), 0o644))
+	return r.startProc(append([]string{"--config", cfg, "--worker-id", id, "--ack-wait", "2s"}, args...)...)
+}
+
+// SIGKILL of a worker process while the judge runs: the task completes on
+// another worker process with its own workspace directory; that judge sees
+// the same diff, the implementer is not called again, and the branch is
+// pushed once.
+func TestWorkspaceWorkerKilledWhileJudging(t *testing.T) {
+	t.Parallel()
+	r := newWSRig(t)
+	release := filepath.Join(t.TempDir(), "release-judges")
+	o := wsOptions{execJudge: true, judgeWait: release, pushDelay: "100ms"}
+	a := r.startWSProc("A", o)
+	after := r.submit(task("kill", "edit-1"))
+	require.Eventually(t, func() bool { return r.judgeCalls("edit-1") == 1 }, 60*time.Second, 10*time.Millisecond, "A's judge runs")
+	a.signal(syscall.SIGKILL)
+	require.Error(t, a.wait(30*time.Second))
+
+	r.startWSProc("B", o)
+	require.Eventually(t, func() bool { return r.judgeCalls("edit-1") == 2 }, 60*time.Second, 10*time.Millisecond, "B's judge runs")
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	res := wsResult(t, r.waitTerminal("kill", after, 1)["edit-1"])
+
+	in := r.judgeInputs("edit-1")
+	require.Len(t, in, 2)
+	var first, second runner.ExecInput
+	require.NoError(t, json.Unmarshal([]byte(in[0]), &first))
+	require.NoError(t, json.Unmarshal([]byte(in[1]), &second))
+	require.Contains(t, first.Prompt, "+change of edit-1")
+	// B rebuilt the change from the record on its own mirror: the same
+	// diff, from the same base, in a commit of its own.
+	heads := regexp.MustCompile(`head [0-9a-f]{7,40}`)
+	require.Equal(t, heads.ReplaceAllString(first.Prompt, "head H"), heads.ReplaceAllString(second.Prompt, "head H"), "both judges see the same diff")
+	rec := r.recorded("kill", "edit-1")
+	require.Len(t, rec, 1, "one recorded attempt")
+	clone := r.remote.clone()
+	patch := filepath.Join(t.TempDir(), "edit-1.patch")
+	require.NoError(t, os.WriteFile(patch, []byte(rec[1].Patch), 0o644))
+	gitIn(t, clone, "apply", "--index", patch)
+	require.Equal(t, gitIn(t, clone, "write-tree"), r.remote.tree(res.Branch), "the pushed tree is the recorded change's")
+	require.Equal(t, map[string]int{"edit-1": 1}, r.agentCalls(), "the implementer is not called again")
+	require.True(t, res.Pushed)
+	require.Equal(t, []string{res.Head}, r.remote.reflog(res.Branch), "pushed once")
+	require.Equal(t, 1, r.remote.pushCount(), "pushes: %v", r.remote.pushes())
+}
+
+// Two worker processes with separate workspace directories share one
+// remote: every task ends once, and no branch is written by both (one
+// write each, every commit carrying its own task's trailer).
+func TestWorkspaceTwoWorkerProcesses(t *testing.T) {
+	t.Parallel()
+	r := newWSRig(t)
+	o := wsOptions{pushBatch: 4, pushDelay: "200ms"}
+	r.startWSProc("A", o, "--concurrency", "4")
+	r.startWSProc("B", o, "--concurrency", "4")
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, fmt.Sprintf("edit-%02d", i))
+	}
+	after := r.submit(wsTasks("two", ids...)...)
+	got := r.waitTerminal("two", after, len(ids))
+
+	terminal := map[string]int{}
+	for _, ev := range r.events("two") {
+		if ev.EventType.Terminal() {
+			terminal[ev.TaskID]++
+		}
+	}
+	for _, id := range ids {
+		res := wsResult(t, got[id])
+		require.Equal(t, 1, terminal[id], "%s: one terminal event", id)
+		require.Equal(t, []string{res.Head}, r.remote.reflog(res.Branch), "%s: one write", id)
+		tasks := gitIn(t, r.remote.dir, "log", "--format=%(trailers:key=Drover-Task,valueonly)", r.remote.base+".."+res.Head)
+		require.Equal(t, id, strings.TrimSpace(tasks), "%s: the branch holds only its own task's commits", id)
+		require.Equal(t, []string{"shared.txt", "tasks/" + id + ".txt"}, r.remote.changed(res.Branch))
+	}
+	calls := r.agentCalls()
+	for _, id := range ids {
+		require.Equal(t, 1, calls[id], "%s: one agent call", id)
+	}
 }
