@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,9 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/config"
+	"github.com/droverhq/drover/internal/natstest"
+	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/internal/workspace"
@@ -495,4 +500,53 @@ func TestWorkspaceTwoWorkerProcesses(t *testing.T) {
 	for _, id := range ids {
 		require.Equal(t, 1, calls[id], "%s: one agent call", id)
 	}
+}
+
+// /readyz is not ready, saying why, while the workspace repository cannot
+// be reached; the worker fetches no task meanwhile (the task waits, it is
+// not failed) and runs it once the repository is back.
+func TestReadyzWorkspaceRepositoryDown(t *testing.T) {
+	t.Parallel()
+	r := newWSRig(t)
+	doc := r.configYAML(filepath.Join(t.TempDir(), "workspaces"), wsOptions{pushDelay: "100ms"})
+	nc, err := nats.Connect(r.url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	m := ops.NewMetrics()
+	w, err := worker.New(nc, worker.Config{Concurrency: 2, Runners: runnersFromConfig(t, doc), Workspace: r.wsConfig(doc),
+		Metrics: m, Log: natstest.Quiet(), FetchWait: time.Second})
+	require.NoError(t, err)
+	get := serveOps(t, w, m)
+	runOwned(t, w)
+	awaitReady(t, w)
+
+	away := r.remote.dir + ".away"
+	require.NoError(t, os.Rename(r.remote.dir, away))
+	require.Eventually(t, func() bool { return w.CheckReady() != nil }, 30*time.Second, 10*time.Millisecond)
+	code, body := get("/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "workspace: repository "+r.remote.dir+" unreachable")
+
+	// While not ready the consumer stops fetching: once its last pull
+	// request has expired, a task submitted stays pending.
+	consumerInfo := func() *jetstream.ConsumerInfo {
+		c, err := r.js.Consumer(t.Context(), r.names.TasksStream(), r.names.Consumer(subjects.DefaultQueue))
+		require.NoError(t, err)
+		ci, err := c.Info(t.Context())
+		require.NoError(t, err)
+		return ci
+	}
+	require.Eventually(t, func() bool { return consumerInfo().NumWaiting == 0 }, 30*time.Second, 10*time.Millisecond, "no pull request outstanding")
+	after := r.submit(task("ready", "edit-1"))
+	ci := consumerInfo()
+	require.Equal(t, uint64(1), ci.NumPending)
+	require.Zero(t, ci.NumAckPending)
+	require.Zero(t, ci.NumWaiting)
+	require.Empty(t, r.agentCalls())
+
+	require.NoError(t, os.Rename(away, r.remote.dir))
+	require.Eventually(t, func() bool { return w.CheckReady() == nil }, 30*time.Second, 10*time.Millisecond)
+	code, body = get("/readyz")
+	require.Equal(t, http.StatusOK, code, body)
+	wsResult(t, r.waitTerminal("ready", after, 1)["edit-1"])
 }
