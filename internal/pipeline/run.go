@@ -142,7 +142,10 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		case errors.Is(err, ErrPushRejected):
 			return p.fail(ctx, t, round, subjects.ReasonPushRejected, err.Error(), items, setOutputs), true
 		case err != nil:
-			return p.roleFailed(ctx, t, subjects.RoleJudge, round, err, 0, items, setOutputs), true
+			// Stopping, or the push cannot be waited for: keep the
+			// implementer's recorded change, not the verdict, which the
+			// next delivery gives again (from the cache) before it pushes.
+			return p.roleFailed(ctx, t, subjects.RoleJudge, round, err, 0, pending, keepChange), true
 		}
 		fields := map[string]any{"change": json.RawMessage(change), "verdict": json.RawMessage(rr.res.Output), "attempts": round}
 		if pushed != nil {

@@ -138,7 +138,7 @@ func first(args []string) string {
 
 // capWriter keeps at most max bytes: the first ones, or the last with tail.
 type capWriter struct {
-	buf  bytes.Buffer
+	buf    bytes.Buffer
 	max    int
 	tail   bool
 	over   bool
