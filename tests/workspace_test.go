@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/droverhq/drover/internal/config"
 	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/ops"
+	"github.com/droverhq/drover/internal/prompt"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/internal/workspace"
@@ -549,4 +552,48 @@ func TestReadyzWorkspaceRepositoryDown(t *testing.T) {
 	code, body = get("/readyz")
 	require.Equal(t, http.StatusOK, code, body)
 	wsResult(t, r.waitTerminal("ready", after, 1)["edit-1"])
+}
+
+// The sim judge is given the diff too: a recording runner around the sim
+// (in-process, planner and implementer on the sim, whose implementer edits
+// the worktree) gets the diff stat and the patch, and the judge's prompt
+// rendered from that request shows them.
+func TestWorkspaceSimJudgeSeesDiff(t *testing.T) {
+	t.Parallel()
+	r := newWSRig(t)
+	sim := runner.NewSim(runner.SimOptions{})
+	var (
+		mu   sync.Mutex
+		seen []runner.Request
+	)
+	judge := runner.Func{ID: sim.Identity(), F: func(ctx context.Context, req runner.Request) (runner.Result, error) {
+		mu.Lock()
+		seen = append(seen, req)
+		mu.Unlock()
+		return sim.Run(ctx, req)
+	}}
+	doc := r.configYAML(filepath.Join(t.TempDir(), "workspaces"), wsOptions{pushDelay: "100ms"})
+	r.startWorker(worker.Config{Concurrency: 2, Runners: runner.Set{Planner: sim, Implementer: sim, Judge: judge}, Workspace: r.wsConfig(doc)})
+	after := r.submit(task("simjudge", "T1"))
+	res := wsResult(t, r.waitTerminal("simjudge", after, 1)["T1"])
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, seen, 1)
+	ws := seen[0].Workspace
+	require.NotNil(t, ws, "the judge runs in the workspace")
+	require.Equal(t, res.Head, ws.Head)
+	require.Equal(t, r.remote.base, ws.Base)
+	changed := r.remote.changed(res.Branch)
+	require.NotEmpty(t, changed, "the sim implementer edits the worktree")
+	for _, f := range changed {
+		require.Contains(t, ws.Stat, f)
+		require.Contains(t, ws.Patch, "diff --git a/"+f)
+	}
+	text, err := prompt.Defaults().Render(subjects.RoleJudge, prompt.Data{Role: subjects.RoleJudge, Task: seen[0].Task, Attempt: 1,
+		Change: string(seen[0].Change), Workspace: &prompt.Workspace{Branch: ws.Branch, Base: ws.Base, Head: ws.Head, Stat: ws.Stat,
+			Patch: ws.Patch, PatchNote: ws.PatchNote, Empty: ws.Empty}})
+	require.NoError(t, err)
+	require.Contains(t, text, ws.Patch, "the judge's prompt holds the patch")
+	require.Contains(t, text, ws.Stat, "and the diff stat")
 }
