@@ -253,7 +253,7 @@ func TestWorkspaceRecordsEveryKindOfChange(t *testing.T) {
 	t.Parallel()
 	r := newWSRig(t)
 	r.startWSWorker(4, wsOptions{pushDelay: "100ms"})
-	ids := []string{"commit-1", "nothing-1", "delete-1", "binary-1"}
+	ids := []string{"commit-1", "nothing-1", "delete-1", "binary-1", "big-1"}
 	after := r.submit(wsTasks("kinds", ids...)...)
 	got := r.waitTerminal("kinds", after, len(ids))
 
@@ -274,6 +274,7 @@ func TestWorkspaceRecordsEveryKindOfChange(t *testing.T) {
 	require.Equal(t, []string{"doomed.txt"}, r.remote.changed("drover/kinds/delete-1"))
 	require.Empty(t, r.remote.changed("drover/kinds/nothing-1"))
 	require.Equal(t, []string{"bin/binary-1.bin"}, r.remote.changed("drover/kinds/binary-1"))
+	require.Equal(t, []string{"big.txt"}, r.remote.changed("drover/kinds/big-1"))
 	require.Equal(t, []string{"shared.txt", "tasks/commit-1.txt"}, r.remote.changed("drover/kinds/commit-1"))
 	// The agent's own commit is kept in the branch's history.
 	require.Contains(t, gitIn(t, r.remote.dir, "log", "--format=%s", r.remote.base+"..refs/heads/drover/kinds/commit-1"), "agent: commit-1 by itself")
@@ -293,6 +294,15 @@ func TestWorkspaceRecordsEveryKindOfChange(t *testing.T) {
 	require.Contains(t, out, "1 file +0 -0: A bin/binary-1.bin (binary)")
 	require.Contains(t, out, "2 files +2 -0: M shared.txt (+1 -0), A tasks/commit-1.txt (+1 -0)")
 	require.Contains(t, out, "no change")
+	require.Contains(t, out, "1 file +3000 -0: A big.txt (+3000 -0)")
+	// The big patch is in the blob store, not inline: drover task diff
+	// fetched it above.
+	for _, ev := range r.events("kinds") {
+		if ev.TaskID == "big-1" && ev.EventType == subjects.EventImplementerChange {
+			require.Contains(t, string(ev.Metadata), `"blob"`)
+			require.Less(t, len(ev.Metadata), 32<<10)
+		}
+	}
 
 	// A task without a recorded change, and an attempt that does not exist.
 	code, _, errOut = r.drover("task", "diff", "kinds/none-1")

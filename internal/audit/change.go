@@ -23,11 +23,15 @@ func ChangeSummary(ch subjects.WorkspaceChange) string {
 	if len(ch.Files) == 0 {
 		return "no change"
 	}
-	added, removed := 0, 0
-	parts := make([]string, 0, len(ch.Files))
+	added, removed, size := 0, 0, 0
+	var parts []string
 	for _, f := range ch.Files {
 		added += f.Added
 		removed += f.Removed
+		if size > maxChangeSummary {
+			continue // cut below anyway: only the totals still count
+		}
+		size += len(f.Path) + 12
 		st := f.Status
 		if st == "" {
 			st = "M"
@@ -67,9 +71,10 @@ func eventChange(e subjects.AuditEvent) string {
 	if !ok || len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
-	var ch struct {
-		subjects.WorkspaceChange
-		Blob string `json:"blob"`
+	var ch struct { // not the patch: it may be a blob reference
+		Files []subjects.WorkspaceFile `json:"files"`
+		Empty bool                     `json:"empty"`
+		Blob  string                   `json:"blob"`
 	}
 	if json.Unmarshal(raw, &ch) != nil {
 		return "change: unreadable record"
@@ -77,5 +82,5 @@ func eventChange(e subjects.AuditEvent) string {
 	if ch.Blob != "" {
 		return "change in the blob store (drover task diff)"
 	}
-	return ChangeSummary(ch.WorkspaceChange)
+	return ChangeSummary(subjects.WorkspaceChange{Files: ch.Files, Empty: ch.Empty})
 }

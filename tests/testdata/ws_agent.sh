@@ -9,6 +9,7 @@
 #   nothing-* changes nothing
 #   delete-*  deletes doomed.txt
 #   binary-*  writes a binary file, bin/<task>.bin
+#   big-*     writes big.txt, about 150 KB (its patch goes to the blob store)
 # A later attempt appends "attempt N" to tasks/<task>.txt.
 set -eu
 req=$(cat)
@@ -44,6 +45,13 @@ delete-*) rm doomed.txt ;;
 binary-*)
 	mkdir -p bin
 	printf '\000\001\002\377\376binary of %s\000\n' "$task" >"bin/$task.bin"
+	;;
+big-*)
+	i=0
+	while [ $i -lt 3000 ]; do
+		echo "line $i of a generated file, long enough to need the blob store"
+		i=$((i + 1))
+	done >big.txt
 	;;
 *)
 	echo "ws_agent.sh: unknown task kind $task" >&2
