@@ -388,6 +388,7 @@ func TestWorkspacePushRejectedAndRemoteDown(t *testing.T) {
 	r := newWSRig(t)
 	r.remote.hook("update", "#!/bin/sh\ncase \"$1\" in refs/heads/drover/push/edit-bad) echo \"no, not $1\" >&2; exit 1;; esac\n")
 	release := filepath.Join(t.TempDir(), "release-judges")
+	t.Cleanup(func() { _ = os.WriteFile(release, nil, 0o644) }) // no judge left waiting, whatever happens
 	w := r.startWSWorker(4, wsOptions{execJudge: true, judgeWait: release, pushBatch: 4, pushDelay: "100ms"})
 
 	ids := []string{"edit-a", "edit-bad", "edit-b"}
@@ -444,6 +445,7 @@ func TestWorkspaceWorkerKilledWhileJudging(t *testing.T) {
 	t.Parallel()
 	r := newWSRig(t)
 	release := filepath.Join(t.TempDir(), "release-judges")
+	t.Cleanup(func() { _ = os.WriteFile(release, nil, 0o644) }) // no judge left waiting, whatever happens
 	o := wsOptions{execJudge: true, judgeWait: release, pushDelay: "100ms"}
 	a := r.startWSProc("A", o)
 	after := r.submit(task("kill", "edit-1"))
