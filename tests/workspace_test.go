@@ -540,7 +540,7 @@ func TestReadyzWorkspaceRepositoryDown(t *testing.T) {
 	require.Eventually(t, func() bool { return w.CheckReady() != nil }, 30*time.Second, 10*time.Millisecond)
 	code, body := get("/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, code)
-	require.Contains(t, body, "workspace: repository "+r.remote.dir+" unreachable")
+	require.Contains(t, body, "workspace repository "+r.remote.dir+" unreachable")
 
 	// While not ready the consumer stops fetching: once its last pull
 	// request has expired, a task submitted stays pending.

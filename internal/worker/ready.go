@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // The phases of a worker's life, in order.
@@ -140,7 +143,7 @@ func (w *Worker) checkDependencies() error {
 	defer cancel()
 	if m != nil {
 		if err := m.Ready(ctx); err != nil {
-			return err // "workspace: repository R unreachable: ..."
+			return repositoryDown(m.Config().Repo, err)
 		}
 	}
 	for _, d := range w.deps {
@@ -152,6 +155,14 @@ func (w *Worker) checkDependencies() error {
 		}
 	}
 	return nil
+}
+
+// repositoryDown is the readiness reason of an unreachable workspace
+// repository. The repository's URL may carry credentials: they are masked
+// in the reason, and in the error it wraps (which is logged).
+func repositoryDown(repo string, err error) error {
+	masked := redact.URL(repo)
+	return fmt.Errorf("workspace repository %s unreachable: %w", masked, errors.New(strings.ReplaceAll(err.Error(), repo, masked)))
 }
 
 // holdFetching is the consumers' Hold: no task is fetched while a
