@@ -134,6 +134,9 @@ func (f *File) RoleCached(r subjects.Role) (bool, string) {
 		}
 		return true, "exec in a workspace: the base and the patch it judges are in the key"
 	}
+	if rc.Cache == nil && rc.RunnerName() == RunnerExec && f.Workspace.Enabled() {
+		return false, "exec planner runs outside the workspace (set cache: true if the agent is pure)"
+	}
 	return rc.Cached()
 }
 

@@ -359,7 +359,13 @@ func (p *Pipeline) reclaim(ctx context.Context, t *taskRun) (Outcome, bool) {
 		return out, true
 	}
 	nt.plan, nt.puts = t.plan, t.puts
-	nt.wsPin, nt.ws, nt.change = t.wsPin, t.ws, t.change
+	if nt.st.Workspace != nil && t.wsPin != nil {
+		// The state that appeared pins its own workspace: the worktree
+		// opened on this delivery's unpinned base is not the task's.
+		p.releaseWorkspace(ctx, t, Outcome{})
+	} else {
+		nt.wsPin, nt.ws, nt.change = t.wsPin, t.ws, t.change
+	}
 	*t = *nt
 	return Outcome{}, false
 }

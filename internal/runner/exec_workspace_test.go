@@ -71,3 +71,24 @@ func TestSimEditsTheWorkspace(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, entries, "only the implementer edits")
 }
+
+// The sim judge in a workspace judges the diff it is shown: its verdict
+// carries the diff stat and names the patch; without a workspace its
+// output is as before.
+func TestSimJudgeSeesTheDiff(t *testing.T) {
+	t.Parallel()
+	s := NewSim(SimOptions{})
+	req := simReq(t, subjects.RoleJudge, "")
+	plain, err := s.Run(context.Background(), req)
+	require.NoError(t, err)
+	require.NotContains(t, string(plain.Output), `"diff"`)
+
+	req.Workspace = &Workspace{Dir: t.TempDir(), Stat: "A x | +1 -0\n1 files changed, 1 insertions(+), 0 deletions(-)", Patch: "+hello\n", Empty: true}
+	res, err := s.Run(context.Background(), req)
+	require.NoError(t, err)
+	var v struct{ Verdict, Feedback, Diff string }
+	require.NoError(t, json.Unmarshal(res.Output, &v))
+	require.Equal(t, req.Workspace.Stat, v.Diff)
+	require.Contains(t, v.Feedback, "patch "+digest([]byte("+hello\n")))
+	require.Contains(t, v.Feedback, "no change since the previous attempt")
+}

@@ -29,12 +29,14 @@ type simChange struct {
 type simVerdict struct {
 	Verdict  string `json:"verdict"`
 	Feedback string `json:"feedback"`
+	// Diff is the diff stat the judge was shown, in a workspace.
+	Diff string `json:"diff,omitempty"`
 }
 
 // simOutput is the sim's result for req: a pure function of the role, the
 // task's id, scope, verification and type, the attempt, plan, change and
-// feedback, and the judge_rejects control. It never reads Try, the workflow
-// or the clock.
+// feedback, the judge_rejects control and, in a workspace, the judge's diff.
+// It never reads Try, the workflow or the clock.
 func simOutput(req Request, ctl subjects.SimControls) (Result, error) {
 	t := req.Task
 	goal := t.Verification
@@ -74,6 +76,16 @@ func simOutput(req Request, ctl subjects.SimControls) (Result, error) {
 				Verdict:  subjects.VerdictReject,
 				Feedback: fmt.Sprintf("attempt %d rejected: %s not yet shown", req.Attempt, goal),
 			}
+		}
+		if w := req.Workspace; w != nil {
+			// In a workspace the sim judges the diff it is shown: the
+			// stat, and the patch by its digest.
+			v.Diff = w.Stat
+			v.Feedback += fmt.Sprintf(" (patch %s", digest([]byte(w.Patch)))
+			if w.Empty {
+				v.Feedback += ", no change since the previous attempt"
+			}
+			v.Feedback += ")"
 		}
 		out, action, reasoning = v, v.Verdict, v.Feedback
 	default:

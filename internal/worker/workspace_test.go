@@ -588,3 +588,67 @@ func TestWorkspacePausedTaskFreesItsWorktree(t *testing.T) {
 	require.Len(t, a.judge, 1)
 	require.Contains(t, a.judge[0].Workspace.Patch, "+T1/1")
 }
+
+// With the sim everywhere (no agent), tasks in workspaces still produce
+// real branches: each holds its own file and one line of the shared file
+// from the pinned base; the sim judge's verdict shows the diff stat; and
+// a cached re-run under a new workflow calls no implementer and gives the
+// same trees.
+func TestWorkspaceWithTheSim(t *testing.T) {
+	b := newWSBundle(t)
+	sim := runner.NewSim(runner.SimOptions{})
+	b.start(t, runner.SimSet(sim), t.TempDir(), true, 5*time.Second)
+	tasks := []subjects.TaskRequest{{ID: "T1", Scope: "one"}, {ID: "T2", Scope: "two"}, {ID: "T3", Scope: "three"}}
+	for _, tm := range b.submit(t, "wf-sim", tasks...) {
+		require.Equal(t, subjects.EventTaskCompleted, tm.EventType, "%+v", tm)
+	}
+	for _, task := range []string{"T1", "T2", "T3"} {
+		ref := "refs/heads/drover/wf-sim/" + task
+		require.Equal(t, task+" attempt 1", git(t, b.repo, "show", ref+":drover-sim/shared.txt"))
+		require.Contains(t, git(t, b.repo, "show", ref+":"+runner.SimFile(task)), "task "+task)
+		require.Equal(t, "1", git(t, b.repo, "rev-list", "--count", b.base+".."+ref))
+		verdict := b.events(t, "wf-sim", task, subjects.EventJudgeVerdict)[0]
+		var v struct{ Diff string }
+		require.NoError(t, json.Unmarshal(verdict.Output, &v))
+		require.Contains(t, v.Diff, "A drover-sim/shared.txt | +1 -0\n2 files changed", "the sim judge saw the diff")
+	}
+	calls := sim.Calls(subjects.RoleImplementer)
+	for _, tm := range b.submit(t, "wf-sim-again", tasks...) {
+		require.Equal(t, subjects.EventTaskCompleted, tm.EventType)
+	}
+	require.Equal(t, calls, sim.Calls(subjects.RoleImplementer), "no implementer call on the re-run")
+	for _, task := range []string{"T1", "T2", "T3"} {
+		require.Equal(t, git(t, b.repo, "rev-parse", "refs/heads/drover/wf-sim/"+task+"^{tree}"),
+			git(t, b.repo, "rev-parse", "refs/heads/drover/wf-sim-again/"+task+"^{tree}"))
+	}
+}
+
+// A patch over the blob limit is recorded through the blob store (the
+// event holds a reference), and still replays: a cached re-run applies it
+// from the blob and gives the same tree.
+func TestWorkspaceLargePatchGoesThroughTheBlobStore(t *testing.T) {
+	b := newWSBundle(t)
+	a := &agent{t: t, edit: func(t *testing.T, req runner.Request) {
+		line := strings.Repeat("all work and no play makes a large patch ", 3) + "\n"
+		require.NoError(t, os.WriteFile(filepath.Join(req.Workspace.Dir, "big.txt"), []byte(strings.Repeat(line, 4000)), 0o644))
+	}}
+	b.start(t, a.set(), t.TempDir(), true, 5*time.Second)
+	require.Equal(t, subjects.EventTaskCompleted, b.submit(t, "wf-big", subjects.TaskRequest{ID: "T1", Scope: "s"})["T1"].EventType)
+	ev := b.events(t, "wf-big", "T1", subjects.EventImplementerChange)[0]
+	var meta struct {
+		Workspace struct {
+			Patch       json.RawMessage `json:"patch"`
+			PatchBytes  int             `json:"patch_bytes"`
+			PatchSHA256 string          `json:"patch_sha256"`
+			Head        string          `json:"head"`
+		} `json:"workspace"`
+	}
+	require.NoError(t, json.Unmarshal(ev.Metadata, &meta))
+	require.Greater(t, meta.Workspace.PatchBytes, 64<<10)
+	require.Contains(t, string(meta.Workspace.Patch), `"blob"`, "the patch is a blob reference in the event")
+	require.NotEmpty(t, meta.Workspace.Head)
+
+	require.Equal(t, subjects.EventTaskCompleted, b.submit(t, "wf-big-again", subjects.TaskRequest{ID: "T1", Scope: "s"})["T1"].EventType)
+	require.Equal(t, 1, a.implCalls(), "the re-run replays the patch from the blob")
+	require.Equal(t, git(t, b.repo, "rev-parse", "refs/heads/drover/wf-big/T1^{tree}"), git(t, b.repo, "rev-parse", "refs/heads/drover/wf-big-again/T1^{tree}"))
+}

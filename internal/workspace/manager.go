@@ -283,7 +283,11 @@ type Stats struct {
 // Stats returns the counters and the disk use.
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()
-	s := Stats{Worktrees: len(m.free) + len(m.open), Open: len(m.open), Kept: len(m.kept)}
+	open := len(m.open) // with no bound nobody waits for a slot
+	if m.slots != nil {
+		open = len(m.slots)
+	}
+	s := Stats{Worktrees: len(m.free) + open, Open: open, Kept: len(m.kept)}
 	m.mu.Unlock()
 	s.Fetches, s.Pushes, s.PushedRefs, s.PushRetries = m.fetches.Load(), m.pushes.Load(), m.pushedRefs.Load(), m.pushRetries.Load()
 	s.DiskBytes = m.disk()

@@ -45,27 +45,28 @@ func (m *Manager) Open(ctx context.Context, s Spec) (*Workspace, error) {
 	if !isSHA(s.Base) {
 		return nil, fmt.Errorf("workspace: base %.80q is not a commit id", s.Base)
 	}
-	if m.slots != nil {
-		select {
-		case m.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		m.freeSlot()
 		return nil, ErrClosed
 	}
 	if _, busy := m.open[s.Branch]; busy {
 		m.mu.Unlock()
-		m.freeSlot()
 		return nil, fmt.Errorf("%w: %s", ErrBranchBusy, s.Branch)
 	}
 	w := &Workspace{m: m, branch: s.Branch, base: s.Base, workflow: s.Workflow, task: s.Task}
 	m.open[s.Branch] = w
 	m.mu.Unlock()
+	if m.slots != nil {
+		select {
+		case m.slots <- struct{}{}:
+		case <-ctx.Done():
+			m.mu.Lock()
+			delete(m.open, s.Branch)
+			m.mu.Unlock()
+			return nil, ctx.Err()
+		}
+	}
 
 	if err := m.open1(ctx, w, s); err != nil {
 		_ = w.release(context.WithoutCancel(ctx), false, err)

@@ -108,11 +108,15 @@ func (p *pusher) loop() {
 				return
 			}
 		}
-		// Gather more for PushDelay (or the backoff), until a batch is full.
+		// Gather more for PushDelay (or the backoff), until a batch is full;
+		// a ref split out of a refused batch goes at once.
 		wait := max(p.m.cfg.PushDelay, backoff)
+		if backoff == 0 && pending[0].solo {
+			wait = 0
+		}
 		timer := time.NewTimer(wait)
 	gather:
-		for backoff > 0 || countPushable(pending) < p.m.cfg.PushBatch {
+		for wait > 0 && (backoff > 0 || countPushable(pending) < p.m.cfg.PushBatch) {
 			select {
 			case r := <-p.in:
 				pending = append(pending, r)
