@@ -56,10 +56,10 @@ func ChangeSummary(ch subjects.WorkspaceChange) string {
 	return s
 }
 
-// eventChange is the change summary of an implementer_change event with a
+// EventChange is the change summary of an implementer_change event with a
 // recorded change, "" for any other event. A change stored whole in the
 // blob store (a very long file list) says so.
-func eventChange(e subjects.AuditEvent) string {
+func EventChange(e subjects.AuditEvent) string {
 	if e.EventType != subjects.EventImplementerChange || len(e.Metadata) == 0 {
 		return ""
 	}

@@ -38,7 +38,7 @@ func TestEventChange(t *testing.T) {
 			"40 files +40 -0: M dir/file-with-a-long-name.txt (+1 -0), M dir/file-with-a-long-name.txt (+1 -0), M dir/file-with-a-long-name.txt (+1 -0), M dir/file-with-a-l…"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := eventChange(subjects.AuditEvent{EventType: tc.typ, Metadata: json.RawMessage(tc.meta)})
+			got := EventChange(subjects.AuditEvent{EventType: tc.typ, Metadata: json.RawMessage(tc.meta)})
 			require.Equal(t, tc.want, got)
 			require.LessOrEqual(t, len([]rune(got)), maxChangeSummary)
 		})

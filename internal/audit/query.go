@@ -253,7 +253,7 @@ func (t *EventTable) Add(r Record) {
 	}
 	last := shortError(e.Error)
 	if e.Error == "" {
-		last = eventChange(e) // an implementer attempt's recorded change, in a workspace
+		last = EventChange(e) // an implementer attempt's recorded change, in a workspace
 	}
 	t.row(e.Timestamp.UTC().Format(eventTimeLayout), e.WorkflowID, e.TaskID, string(e.Actor), string(e.EventType),
 		strconv.Itoa(e.Attempt), e.Status, cached, took, e.Action, last)
