@@ -3,7 +3,10 @@ package tests
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,4 +77,42 @@ func TestReadyzModelEndpointDown(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	got := b.waitTerminal("wf-endpoint", after, 1)
 	require.Equal(t, subjects.EventTaskCompleted, got["T1"].EventType)
+}
+
+// An openai role configured in a file (wrapped in its timeout middleware)
+// has its endpoint checked: /readyz is not ready, naming the model and
+// endpoint, while the endpoint answers 5xx, and ready once it answers.
+func TestReadyzOpenAIEndpointFromConfig(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var down atomic.Bool
+	down.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			t.Errorf("the health check sent a key")
+		}
+		if down.Load() {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	set := runnersFromConfig(t, fmt.Sprintf(`roles:
+  planner: {runner: sim}
+  judge: {runner: sim}
+  implementer: {runner: openai, timeout: 1m, openai: {base_url: %q, model: coder}}
+`, srv.URL+"/v1"))
+	nc, err := nats.Connect(b.url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	w, err := worker.New(nc, worker.Config{Runners: set, Log: natstest.Quiet(), FetchWait: time.Second})
+	require.NoError(t, err)
+	runOwned(t, w)
+	require.Eventually(t, func() bool {
+		err := w.CheckReady()
+		return err != nil && strings.Contains(err.Error(), "implementer: openai model coder at "+srv.URL+"/v1: endpoint unreachable")
+	}, 20*time.Second, 10*time.Millisecond)
+	down.Store(false)
+	awaitReady(t, w)
 }
