@@ -343,6 +343,26 @@ func TestWorkspaceJudgeSeesDiffAndRetryBuildsOnFirstAttempt(t *testing.T) {
 	require.Equal(t, first, r2.remote.rev(second+"^"), "the second attempt's commit sits on the first's")
 	require.Equal(t, "change of edit-2\nattempt 2\n", gitIn(t, r2.remote.dir, "show", second+":tasks/edit-2.txt")+"\n")
 	require.Equal(t, map[string]int{"edit-2": 2}, r2.agentCalls())
+
+	// drover task diff: the last attempt by default, or the one asked for;
+	// each patch is from the base and gives that attempt's tree.
+	for _, tc := range []struct {
+		args []string
+		head string
+	}{
+		{[]string{"task", "diff", "rejected/edit-2"}, second},
+		{[]string{"task", "diff", "rejected/edit-2", "--attempt", "2"}, second},
+		{[]string{"task", "diff", "--workflow", "rejected", "--id", "edit-2", "--attempt", "1"}, first},
+	} {
+		code, patch, errOut := r2.drover(tc.args...)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, errOut, "head "+tc.head)
+		clone := r2.remote.clone()
+		p := filepath.Join(t.TempDir(), "attempt.patch")
+		require.NoError(t, os.WriteFile(p, []byte(patch), 0o644))
+		gitIn(t, clone, "apply", "--index", p)
+		require.Equal(t, r2.remote.rev(tc.head+"^{tree}"), gitIn(t, clone, "write-tree"), "%v", tc.args)
+	}
 }
 
 // withSimWF moves a request to another workflow.
