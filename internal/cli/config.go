@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -131,7 +132,8 @@ func checkWorkspace(ctx context.Context, g *globals, c workspace.Config) error {
 		return err
 	}
 	if err := m.Ready(ctx); err != nil {
-		return err
+		// The URL may hold credentials: the message names it masked.
+		return errors.New(strings.ReplaceAll(err.Error(), c.Repo, redact.URL(c.Repo)))
 	}
 	fmt.Fprintf(g.stdout, "\nworkspace: repository %s reachable\n", redact.URL(c.Repo))
 	return nil

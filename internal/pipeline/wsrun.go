@@ -72,41 +72,50 @@ func (p *Pipeline) openWorkspace(ctx context.Context, t *taskRun) error {
 }
 
 // recordedChange reads a recorded attempt's change: from the cache entry
-// of the task's last implementer result, else from its implementer_change
-// event, which never expires.
+// of the task's last implementer result, else (a miss, or an entry that
+// does not hold that change) from its implementer_change event, which
+// never expires. The change is checked against the state's record, and
+// carries the task's own branch and head: a cache entry may be another
+// task's run of the same work.
 func (p *Pipeline) recordedChange(ctx context.Context, t *taskRun, last subjects.WorkspaceAttempt) (*subjects.WorkspaceChange, error) {
-	var raw json.RawMessage
+	check := func(raw json.RawMessage) (*subjects.WorkspaceChange, error) {
+		ch, err := p.decodeChange(ctx, raw)
+		if err != nil {
+			return nil, err
+		}
+		if ch.PatchSHA256 != last.PatchSHA256 {
+			return nil, fmt.Errorf("patch %.12s, the state records %.12s", ch.PatchSHA256, last.PatchSHA256)
+		}
+		ch.Branch, ch.Head, ch.Empty = t.pinned().Branch, last.Head, last.Empty
+		return ch, nil
+	}
 	if key := t.st.Outputs[subjects.RoleImplementer]; key != "" {
 		if res, ok := p.d.Cache.Get(ctx, key); ok {
-			raw = changeOf(res.Metadata)
+			if ch, err := check(changeOf(res.Metadata)); err == nil {
+				return ch, nil
+			}
 		}
 	}
-	if raw == nil {
-		subj := p.d.Names.AuditSubject(t.req.Workflow, t.req.ID, subjects.ActorOf(subjects.RoleImplementer), subjects.EventImplementerChange)
-		m, err := p.d.Audit.GetLastMsgForSubject(ctx, subj)
-		if err != nil {
-			return nil, fmt.Errorf("workspace: change of attempt %d: not in the cache and not in the audit stream: %w", last.Attempt, err)
-		}
-		var ev struct {
-			Attempt  int `json:"attempt"`
-			Metadata struct {
-				Workspace json.RawMessage `json:"workspace"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			return nil, fmt.Errorf("workspace: audit event %d: %w", m.Sequence, err)
-		}
-		if ev.Attempt != last.Attempt {
-			return nil, fmt.Errorf("workspace: the last implementer_change is of attempt %d, the state records attempt %d", ev.Attempt, last.Attempt)
-		}
-		raw = ev.Metadata.Workspace
+	subj := p.d.Names.AuditSubject(t.req.Workflow, t.req.ID, subjects.ActorOf(subjects.RoleImplementer), subjects.EventImplementerChange)
+	m, err := p.d.Audit.GetLastMsgForSubject(ctx, subj)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: change of attempt %d: not in the cache and not in the audit stream: %w", last.Attempt, err)
 	}
-	ch, err := p.decodeChange(ctx, raw)
+	var ev struct {
+		Attempt  int `json:"attempt"`
+		Metadata struct {
+			Workspace json.RawMessage `json:"workspace"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		return nil, fmt.Errorf("workspace: audit event %d: %w", m.Sequence, err)
+	}
+	if ev.Attempt != last.Attempt {
+		return nil, fmt.Errorf("workspace: the last implementer_change is of attempt %d, the state records attempt %d", ev.Attempt, last.Attempt)
+	}
+	ch, err := check(ev.Metadata.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: change of attempt %d: %w", last.Attempt, err)
-	}
-	if ch.PatchSHA256 != last.PatchSHA256 {
-		return nil, fmt.Errorf("workspace: change of attempt %d has patch %.12s, the state records %.12s", last.Attempt, ch.PatchSHA256, last.PatchSHA256)
 	}
 	return ch, nil
 }

@@ -414,7 +414,7 @@ func TestWorkspaceCachedPatchThatDoesNotApplyIsAMiss(t *testing.T) {
 // implementer's change recorded; a new worker with its own workspace
 // directory rebuilds the worktree from the pinned base and the recorded
 // patch, the judge sees the same diff, and the implementer is not called
-// again.
+// again, even when the cache lost its result.
 func TestWorkspaceResumesOnAnotherWorker(t *testing.T) {
 	b := newWSBundle(t)
 	judging := make(chan struct{})
@@ -448,6 +448,11 @@ func TestWorkspaceResumesOnAnotherWorker(t *testing.T) {
 	stopA()
 	st := taskState(t, b, "wf-move", "T1")
 	require.Equal(t, string(subjects.RoleJudge), st.Stage, "the implementer's change was kept")
+	// The cache loses the implementer's entry: the new worker reads the
+	// recorded change from its implementer_change event.
+	kv, err := b.js.KeyValue(ctx, b.names.CacheBucket())
+	require.NoError(t, err)
+	require.NoError(t, kv.Purge(ctx, st.Outputs[subjects.RoleImplementer]))
 
 	b.start(t, set, dirB, true, 5*time.Second)
 	var term subjects.AuditEvent

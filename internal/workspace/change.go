@@ -64,11 +64,8 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 	if err != nil {
 		return Change{}, err
 	}
-	if err := w.checkSizes(ctx); err != nil {
+	if err := w.addAll(ctx); err != nil {
 		return Change{}, err
-	}
-	if _, err := g.out(ctx, w.dir, "add", "-A", "--ignore-errors"); err != nil {
-		return Change{}, fmt.Errorf("workspace: add: %w", err)
 	}
 	tree, err := g.out(ctx, w.dir, "write-tree")
 	if err != nil {
@@ -106,24 +103,37 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 	return ch, nil
 }
 
-// checkSizes refuses, before anything is added to the mirror, a worktree
-// whose modified and untracked files hold more than MaxPatchBytes.
-func (w *Workspace) checkSizes(ctx context.Context) error {
-	out, err := w.m.git.run(ctx, gitCall{dir: w.dir, args: []string{"ls-files", "-z", "-m", "-o", "--exclude-standard"}, limit: 16 << 20})
+// addAll stages everything the agent changed, found with one status pass
+// (untracked cache on) and added by name, after refusing, before anything is
+// written to the mirror, changed files that hold more than MaxPatchBytes.
+func (w *Workspace) addAll(ctx context.Context) error {
+	out, err := w.m.git.run(ctx, gitCall{dir: w.dir, args: []string{"status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=none"}, limit: 16 << 20})
 	if err != nil {
-		return fmt.Errorf("workspace: ls-files: %w", err)
+		return fmt.Errorf("workspace: status: %w", err)
 	}
+	var paths bytes.Buffer
 	var total int64
-	for _, p := range bytes.Split(out, []byte{0}) {
-		if len(p) == 0 {
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		if len(rec) < 4 {
 			continue
 		}
+		p := rec[3:]
 		if fi, err := os.Lstat(filepath.Join(w.dir, string(p))); err == nil && fi.Mode().IsRegular() {
 			total += fi.Size()
 		}
 		if total > int64(w.m.cfg.MaxPatchBytes) {
 			return fmt.Errorf("%w: the changed files hold more than %d bytes (%.80q and others)", ErrChangeTooLarge, w.m.cfg.MaxPatchBytes, p)
 		}
+		paths.Write(p)
+		paths.WriteByte(0)
+	}
+	if paths.Len() == 0 {
+		return nil
+	}
+	_, err = w.m.git.run(ctx, gitCall{dir: w.dir, args: []string{"add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"},
+		stdin: paths.Bytes(), env: []string{"GIT_LITERAL_PATHSPECS=1"}})
+	if err != nil {
+		return fmt.Errorf("workspace: add: %w", err)
 	}
 	return nil
 }

@@ -33,7 +33,6 @@ func mirrorConfig(repo, hooks string) [][2]string {
 		{"core.preloadIndex", "true"},
 		{"core.logAllRefUpdates", "false"},
 		{"index.version", "4"},
-		{"index.skipHash", "true"},
 		{"feature.manyFiles", "true"},
 		{"checkout.workers", "0"},
 		{"gc.auto", "0"},
