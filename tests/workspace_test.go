@@ -629,3 +629,19 @@ func TestWorkspaceSimJudgeSeesDiff(t *testing.T) {
 	require.Contains(t, text, ws.Patch, "the judge's prompt holds the patch")
 	require.Contains(t, text, ws.Stat, "and the diff stat")
 }
+
+// drover task diff of a task that ran without a workspace says so.
+func TestTaskDiffWithoutWorkspace(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	simWorker(b, runner.NewSim(runner.SimOptions{}), 1)
+	after := b.submit(task("plain", "T1"))
+	require.Equal(t, subjects.EventTaskCompleted, b.waitTerminal("plain", after, 1)["T1"].EventType)
+	code, out, errOut := b.drover("task", "diff", "plain/T1")
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "task plain/T1 attempt 1: no recorded change: the task ran without a workspace")
+	code, _, errOut = b.drover("task", "diff", "plain/T1", "--attempt", "-1")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "--attempt -1")
+}
