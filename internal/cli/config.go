@@ -218,12 +218,16 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	}
 	file.Worker.Concurrency = f.concurrency // sizes the openai runners' connection pools
 	file.Workspace.Repo = f.workspace.Repo  // a flag may turn workspaces on: exec roles' caching follows
-	set, err := file.Runners(prompts, runner.NewSim(runner.SimOptions{CallLog: f.simCallLog}), g.auth.Password, g.auth.Token)
+	// The workspace repository's credentials, if its URL holds any, are
+	// secrets like the server's: masked in role results and logs.
+	extra := append([]string{g.auth.Password, g.auth.Token}, redact.URLSecrets(f.workspace.Repo)...)
+	extra = append(extra, redact.URLSecrets(f.workspace.PushRemote)...)
+	set, err := file.Runners(prompts, runner.NewSim(runner.SimOptions{CallLog: f.simCallLog}), extra...)
 	if err != nil {
 		return runner.Set{}, fmt.Errorf("config %s: %w", f.config, err) // only a file's roles can fail
 	}
 	// The worker's log gets the runners' secrets masked too.
-	g.log = slog.New(redact.New(file.Secrets(g.auth.Password, g.auth.Token)...).Handler(g.log.Handler()))
+	g.log = slog.New(redact.New(file.Secrets(extra...)...).Handler(g.log.Handler()))
 	slog.SetDefault(g.log)
 	timeouts := file.RoleTimeouts()
 	for _, r := range subjects.Roles {

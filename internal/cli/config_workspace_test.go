@@ -43,6 +43,12 @@ roles:
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "unreachable")
 
+	secret := writeFile(t, "secret.yaml", "workspace: {repo: \"http://user:hunter2@127.0.0.1:1/repo.git\"}\n"+roles)
+	code, _, errOut = runCLI(t, "config", "check", secret)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "unreachable")
+	require.NotContains(t, errOut, "hunter2", "the URL's credentials are masked")
+
 	branch := writeFile(t, "branch.yaml", "workspace: {repo: "+repo+", branch_template: \"a..b/{task}\"}\n"+roles)
 	code, _, errOut = runCLI(t, "config", "check", branch)
 	require.Equal(t, 1, code)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
@@ -23,15 +24,30 @@ import (
 //     a fresh worktree from the recorded state and runs the role again;
 //   - a patch that does not apply is pipeline.ErrPatchDoesNotApply (a
 //     cache miss); a refused push is pipeline.ErrPushRejected.
+//
+// Every error's text has the credentials of the repository's and the push
+// remote's URLs masked: it goes to the audit stream.
 type workspaces struct {
 	m          *workspace.Manager
 	push       bool
 	keepFailed bool
+	red        *redact.Redactor
 }
 
 func newWorkspaces(m *workspace.Manager) *workspaces {
 	cfg := m.Config()
-	return &workspaces{m: m, push: cfg.Push, keepFailed: cfg.KeepFailed}
+	secrets := append(redact.URLSecrets(cfg.Repo), redact.URLSecrets(cfg.PushRemote)...)
+	return &workspaces{m: m, push: cfg.Push, keepFailed: cfg.KeepFailed, red: redact.New(secrets...)}
+}
+
+// errOf maps err (workspaceErr) and masks the URLs' credentials in its
+// text; errors.Is still sees its causes.
+func (a *workspaces) errOf(err error) error {
+	err = workspaceErr(err)
+	if err == nil || a.red.Empty() {
+		return err
+	}
+	return a.red.Error(err)
 }
 
 // workspaceErr maps a workspace error to the pipeline's meaning.
@@ -52,12 +68,12 @@ func workspaceErr(err error) error {
 
 func (a *workspaces) ResolveBase(ctx context.Context) (string, error) {
 	sha, err := a.m.ResolveBase(ctx)
-	return sha, workspaceErr(err)
+	return sha, a.errOf(err)
 }
 
 func (a *workspaces) Branch(workflow, task, requested string) (string, error) {
 	b, err := a.m.Branch(workflow, task, requested)
-	return b, workspaceErr(err)
+	return b, a.errOf(err)
 }
 
 func (a *workspaces) Open(ctx context.Context, s pipeline.WorkspaceSpec) (pipeline.Workspace, error) {
@@ -67,9 +83,9 @@ func (a *workspaces) Open(ctx context.Context, s pipeline.WorkspaceSpec) (pipeli
 	}
 	w, err := a.m.Open(ctx, spec)
 	if err != nil {
-		return nil, workspaceErr(err)
+		return nil, a.errOf(err)
 	}
-	return &openWorkspace{w: w, keepFailed: a.keepFailed}, nil
+	return &openWorkspace{w: w, a: a}, nil
 }
 
 func (a *workspaces) Push(ctx context.Context, branch, head string) (bool, error) {
@@ -77,15 +93,15 @@ func (a *workspaces) Push(ctx context.Context, branch, head string) (bool, error
 		return false, nil
 	}
 	if err := a.m.Push(ctx, branch, head); err != nil {
-		return false, workspaceErr(err)
+		return false, a.errOf(err)
 	}
 	return true, nil
 }
 
 // openWorkspace adapts a workspace.Workspace.
 type openWorkspace struct {
-	w          *workspace.Workspace
-	keepFailed bool
+	w *workspace.Workspace
+	a *workspaces
 }
 
 func (o *openWorkspace) Dir() string    { return o.w.Dir() }
@@ -94,21 +110,21 @@ func (o *openWorkspace) Base() string   { return o.w.Base() }
 
 func (o *openWorkspace) Head(ctx context.Context) (string, error) {
 	h, err := o.w.Head(ctx)
-	return h, workspaceErr(err)
+	return h, o.a.errOf(err)
 }
 
 func (o *openWorkspace) Commit(ctx context.Context, t pipeline.CommitTrailers, message string) (pipeline.WorkspaceDiff, error) {
 	c, err := o.w.Commit(ctx, trailers(t), message)
-	return diffOf(c), workspaceErr(err)
+	return diffOf(c), o.a.errOf(err)
 }
 
 func (o *openWorkspace) Apply(ctx context.Context, p pipeline.WorkspacePatch, t pipeline.CommitTrailers) (pipeline.WorkspaceDiff, error) {
 	c, err := o.w.Apply(ctx, workspace.Patch{Attempt: p.Attempt, Head: p.Head, Patch: p.Patch}, trailers(t))
-	return diffOf(c), workspaceErr(err)
+	return diffOf(c), o.a.errOf(err)
 }
 
 func (o *openWorkspace) Release(ctx context.Context, failed bool) error {
-	return o.w.Release(ctx, failed && o.keepFailed)
+	return o.a.errOf(o.w.Release(ctx, failed && o.a.keepFailed))
 }
 
 func trailers(t pipeline.CommitTrailers) workspace.Trailers {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
@@ -57,4 +58,16 @@ func TestWorkspaceErrMapping(t *testing.T) {
 		})
 	}
 	require.NoError(t, workspaceErr(nil))
+}
+
+// A workspace error's text goes to the audit stream: the credentials of
+// the repository's URL are masked in it, and its meaning is kept.
+func TestWorkspaceErrMasksURLCredentials(t *testing.T) {
+	t.Parallel()
+	a := &workspaces{red: redact.New(redact.URLSecrets("https://bot:hunter2@git.example/r.git")...)}
+	err := a.errOf(fmt.Errorf("git push https://bot:hunter2@git.example/r.git: %w", workspace.ErrPushRejected))
+	require.NotContains(t, err.Error(), "hunter2")
+	require.ErrorIs(t, err, pipeline.ErrPushRejected)
+	require.ErrorIs(t, err, workspace.ErrPushRejected)
+	require.NoError(t, a.errOf(nil))
 }

@@ -71,10 +71,11 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 	if err != nil {
 		return Change{}, fmt.Errorf("workspace: write-tree: %w", err)
 	}
-	curTree, err := g.out(ctx, w.dir, "rev-parse", cur+"^{tree}")
+	trees, err := g.out(ctx, w.dir, "rev-parse", cur+"^{tree}", w.head+"^{tree}")
 	if err != nil {
 		return Change{}, err
 	}
+	curTree, prevTree, _ := strings.Cut(trees, "\n")
 	ch, err := w.m.change(ctx, w.base, tree)
 	if err != nil {
 		return Change{}, err
@@ -88,10 +89,6 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 		if _, err := g.out(ctx, w.dir, "update-ref", "-m", "drover: commit", "refs/heads/"+w.branch, head, cur); err != nil {
 			return Change{}, fmt.Errorf("workspace: update-ref: %w", err)
 		}
-	}
-	prevTree, err := g.out(ctx, w.dir, "rev-parse", w.head+"^{tree}")
-	if err != nil {
-		return Change{}, err
 	}
 	n, err := g.out(ctx, w.dir, "rev-list", "--count", w.head+".."+head)
 	if err != nil {
@@ -116,6 +113,9 @@ func (w *Workspace) addAll(ctx context.Context) error {
 	for _, rec := range bytes.Split(out, []byte{0}) {
 		if len(rec) < 4 {
 			continue
+		}
+		if xy := string(rec[:2]); xy == "DD" || xy == "AA" || strings.Contains(xy, "U") {
+			return fmt.Errorf("%w: the index has unmerged paths (a conflict the agent left unresolved)", ErrWorkspaceBroken)
 		}
 		p := rec[3:]
 		if fi, err := os.Lstat(filepath.Join(w.dir, string(p))); err == nil && fi.Mode().IsRegular() {
@@ -190,7 +190,10 @@ func (w *Workspace) Apply(ctx context.Context, p Patch, t Trailers) (Change, err
 			return Change{}, fmt.Errorf("workspace: commit: %w", err)
 		}
 	}
-	if _, err := g.out(ctx, w.dir, "checkout", "-q", "-f", "-B", w.branch, head); err != nil {
+	w.m.wtLock.RLock()
+	_, err = g.out(ctx, w.dir, "checkout", "-q", "-f", "-B", w.branch, head)
+	w.m.wtLock.RUnlock()
+	if err != nil {
 		return Change{}, fmt.Errorf("workspace: checkout: %w", err)
 	}
 	ch, err := w.m.change(ctx, w.base, head)
@@ -253,15 +256,11 @@ func (m *Manager) change(ctx context.Context, base, to string) (Change, error) {
 	args := func(extra ...string) gitCall {
 		return gitCall{args: append([]string{"--git-dir", m.mirror, "diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-color"}, append(extra, base, to, "--")...), limit: 16 << 20}
 	}
-	status, err := m.git.run(ctx, args("--name-status", "-z"))
+	stats, err := m.git.run(ctx, args("--raw", "--numstat", "-z"))
 	if err != nil {
 		return ch, fmt.Errorf("workspace: diff: %w", err)
 	}
-	numstat, err := m.git.run(ctx, args("--numstat", "-z"))
-	if err != nil {
-		return ch, fmt.Errorf("workspace: diff: %w", err)
-	}
-	ch.Files = parseStats(status, numstat)
+	ch.Files = parseStats(stats)
 	ch.Patch, err = m.git.run(ctx, gitCall{args: args("--binary", "--full-index").args, limit: m.cfg.MaxPatchBytes})
 	if err == errOutputLimit {
 		return Change{}, fmt.Errorf("%w: the patch is over %d bytes", ErrChangeTooLarge, m.cfg.MaxPatchBytes)
@@ -272,25 +271,31 @@ func (m *Manager) change(ctx context.Context, base, to string) (Change, error) {
 	return ch, nil
 }
 
-// parseStats joins `--name-status -z` and `--numstat -z` outputs (same order).
-func parseStats(status, numstat []byte) []FileStat {
+// parseStats reads a `diff --raw --numstat -z` output: the raw records
+// (":<modes> <ids> <status>\0<path>\0") then, in the same order, the numstat
+// ones ("<added>\t<removed>\t<path>\0", "-" for a binary file).
+func parseStats(out []byte) []FileStat {
 	var files []FileStat
-	st := bytes.Split(bytes.TrimSuffix(status, []byte{0}), []byte{0})
-	for i := 0; i+1 < len(st); i += 2 {
-		files = append(files, FileStat{Status: string(st[i][:1]), Path: string(st[i+1])})
+	recs := bytes.Split(bytes.TrimSuffix(out, []byte{0}), []byte{0})
+	i := 0
+	for ; i+1 < len(recs) && bytes.HasPrefix(recs[i], []byte{':'}); i += 2 {
+		f := strings.Fields(string(recs[i]))
+		if len(f) != 5 || f[4] == "" {
+			break
+		}
+		files = append(files, FileStat{Status: f[4][:1], Path: string(recs[i+1])})
 	}
-	ns := bytes.Split(bytes.TrimSuffix(numstat, []byte{0}), []byte{0})
-	for i := 0; i < len(ns) && i < len(files); i++ {
-		f := strings.SplitN(string(ns[i]), "\t", 3)
+	for j := 0; i < len(recs) && j < len(files); i, j = i+1, j+1 {
+		f := strings.SplitN(string(recs[i]), "\t", 3)
 		if len(f) < 3 {
 			continue
 		}
 		if f[0] == "-" {
-			files[i].Binary = true
+			files[j].Binary = true
 			continue
 		}
-		files[i].Added, _ = strconv.Atoi(f[0])
-		files[i].Removed, _ = strconv.Atoi(f[1])
+		files[j].Added, _ = strconv.Atoi(f[0])
+		files[j].Removed, _ = strconv.Atoi(f[1])
 	}
 	return files
 }

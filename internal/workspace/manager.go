@@ -29,6 +29,7 @@ func mirrorConfig(repo, hooks string) [][2]string {
 		{"remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"},
 		{"core.hooksPath", hooks},
 		{"core.untrackedCache", "true"},
+		{"status.showUntrackedFiles", "all"}, // lets status -uall use the untracked cache
 		{"core.fsmonitor", "false"},
 		{"core.preloadIndex", "true"},
 		{"core.logAllRefUpdates", "false"},
@@ -68,6 +69,11 @@ type Manager struct {
 
 	fetchMu sync.Mutex
 	flight  *fetchCall
+
+	// wtLock orders the commands that create or remove a worktree's admin
+	// directory (write) against those that read every worktree's (read:
+	// checkout -B, fetch): git reads a half-made one as a fatal error.
+	wtLock sync.RWMutex
 
 	readyMu   sync.Mutex
 	readyAt   time.Time
@@ -229,6 +235,8 @@ func (m *Manager) doFetch(ctx context.Context) error {
 	if m.fetchHook != nil {
 		m.fetchHook()
 	}
+	m.wtLock.RLock()
+	defer m.wtLock.RUnlock()
 	if _, err := m.git.out(ctx, "", "--git-dir", m.mirror, "fetch", "-q", "--prune", "--no-tags", "--no-write-fetch-head",
 		"origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"); err != nil {
 		return fmt.Errorf("workspace: fetch %s: %w", m.cfg.Repo, err)

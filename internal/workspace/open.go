@@ -115,7 +115,9 @@ func (m *Manager) checkout(ctx context.Context, w *Workspace, start string) erro
 	}
 	m.mu.Unlock()
 	if dir != "" {
+		m.wtLock.RLock()
 		_, err := m.git.out(ctx, dir, "checkout", "-q", "-f", "--no-recurse-submodules", "-B", w.branch, start)
+		m.wtLock.RUnlock()
 		if err == nil {
 			_, err = m.git.out(ctx, dir, "clean", "-q", "-ffdx")
 		}
@@ -130,7 +132,15 @@ func (m *Manager) checkout(ctx context.Context, w *Workspace, start string) erro
 	m.nextID++
 	dir = filepath.Join(m.wtRoot, "w"+strconv.Itoa(m.nextID))
 	m.mu.Unlock()
-	if _, err := m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "add", "-q", "-B", w.branch, dir, start); err != nil {
+	// Only the admin directory is made under the lock; the files are
+	// written after it.
+	m.wtLock.Lock()
+	_, err := m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "add", "-q", "--no-checkout", "-B", w.branch, dir, start)
+	m.wtLock.Unlock()
+	if err == nil {
+		_, err = m.git.out(ctx, dir, "reset", "-q", "--hard", "--no-recurse-submodules")
+	}
+	if err != nil {
 		m.remove(ctx, dir)
 		return fmt.Errorf("workspace: worktree add: %w", err)
 	}
@@ -171,9 +181,14 @@ func (m *Manager) descends(ctx context.Context, base, commit string) bool {
 // the same base (every commit after the base carries their trailers). A
 // branch held by a kept worktree is detached there first.
 func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
-	for _, ref := range []string{"refs/heads/" + s.Branch, "refs/remotes/origin/" + s.Branch} {
-		sha, err := m.git.out(ctx, "", "--git-dir", m.mirror, "rev-parse", "-q", "--verify", ref)
-		if err != nil || sha == "" || sha == s.Base {
+	refs, err := m.git.out(ctx, "", "--git-dir", m.mirror, "for-each-ref", "--format=%(refname)%00%(objectname)",
+		"refs/heads/"+s.Branch, "refs/remotes/origin/"+s.Branch)
+	if err != nil {
+		return fmt.Errorf("workspace: %s: %w", s.Branch, err)
+	}
+	for _, line := range strings.Split(refs, "\n") {
+		ref, sha, _ := strings.Cut(line, "\x00")
+		if (ref != "refs/heads/"+s.Branch && ref != "refs/remotes/origin/"+s.Branch) || sha == s.Base {
 			continue
 		}
 		if !m.descends(ctx, s.Base, sha) {
@@ -250,10 +265,9 @@ func (w *Workspace) release(ctx context.Context, keep bool, cause error) error {
 		m.mu.Unlock()
 		return nil
 	}
-	head, err := m.git.out(ctx, w.dir, "rev-parse", "-q", "--verify", "HEAD")
-	if err == nil {
-		_, err = m.git.out(ctx, w.dir, "update-ref", "--no-deref", "HEAD", head)
-	}
+	// Detach HEAD (at the last recorded head: the next Open resets the
+	// worktree anyway) so the branch can be opened in another worktree.
+	_, err := m.git.out(ctx, w.dir, "update-ref", "--no-deref", "HEAD", w.head)
 	m.mu.Lock()
 	reuse := err == nil && !m.closed && (m.slots == nil || len(m.free) < cap(m.slots))
 	if reuse {
@@ -278,6 +292,8 @@ func (m *Manager) remove(ctx context.Context, dir string) {
 		m.log.Warn("remove worktree", "dir", dir, "err", err)
 	}
 	_ = os.Remove(dir + keptSuffix)
+	m.wtLock.Lock()
+	defer m.wtLock.Unlock()
 	_, _ = m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "prune")
 }
 

@@ -69,15 +69,19 @@ func (w *Workspace) usable() error {
 
 // attach makes sure HEAD is the task's branch, adopting commits the agent
 // made on a detached HEAD or another branch when they descend from the
-// task's head, and refuses a conflicted index. It returns the branch's head.
+// task's head. It returns the branch's head. (A conflicted index is found
+// by addAll's status pass.)
 // The caller holds w.mu.
 func (w *Workspace) attach(ctx context.Context) (string, error) {
 	g, ref := w.m.git, "refs/heads/"+w.branch
-	cur, err := g.out(ctx, w.dir, "rev-parse", "-q", "--verify", "HEAD")
+	out, err := g.out(ctx, w.dir, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
 	if err != nil {
 		return "", fmt.Errorf("%w: HEAD does not resolve: %v", ErrWorkspaceBroken, err)
 	}
-	sym, _ := g.out(ctx, w.dir, "symbolic-ref", "-q", "HEAD")
+	cur, sym, _ := strings.Cut(out, "\n")
+	if sym == "HEAD" {
+		sym = "" // detached
+	}
 	if cur != w.head {
 		if _, err := g.out(ctx, w.dir, "merge-base", "--is-ancestor", w.head, cur); err != nil {
 			return "", fmt.Errorf("%w: HEAD (%s) moved to %.12s, which does not descend from the task's head %.12s", ErrWorkspaceBroken,
@@ -92,13 +96,6 @@ func (w *Workspace) attach(ctx context.Context) (string, error) {
 			return "", err
 		}
 		w.m.log.Info("reattached HEAD to the task's branch", "branch", w.branch, "was", orDetached(sym), "head", cur)
-	}
-	unmerged, err := g.run(ctx, gitCall{dir: w.dir, args: []string{"ls-files", "-u", "-z"}, limit: 1 << 20})
-	if err != nil && err != errOutputLimit {
-		return "", fmt.Errorf("%w: reading the index: %v", ErrWorkspaceBroken, err)
-	}
-	if len(unmerged) > 0 {
-		return "", fmt.Errorf("%w: the index has unmerged paths (a conflict the agent left unresolved)", ErrWorkspaceBroken)
 	}
 	return cur, nil
 }
