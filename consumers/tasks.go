@@ -53,6 +53,12 @@ type Config struct {
 	Names     subjects.Names
 	// Metrics receives the consumer's events (nil: none recorded).
 	Metrics Metrics
+	// Hold, when set, is asked before each fetch: while it returns an
+	// error (a dependency the tasks need is down), the consumer fetches
+	// nothing and asks again every HoldPoll (default 500ms). Tasks already
+	// running are not touched. It must be cheap (cached).
+	Hold     func() error
+	HoldPoll time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -79,6 +85,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Metrics == nil {
 		c.Metrics = nopMetrics{}
+	}
+	if c.HoldPoll <= 0 {
+		c.HoldPoll = 500 * time.Millisecond
 	}
 	return c
 }
@@ -216,7 +225,22 @@ func (c *TaskConsumer) Run(ctx context.Context) error {
 func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 	failures := 0
 	hungry := true
+	held := false
 	for ctx.Err() == nil {
+		if c.cfg.Hold != nil {
+			if err := c.cfg.Hold(); err != nil {
+				if !held {
+					c.log.Warn("not fetching while a dependency is down", "err", err)
+				}
+				held = true
+				_ = backoff.Sleep(ctx, c.cfg.HoldPoll)
+				continue
+			}
+			if held {
+				c.log.Info("fetching again")
+			}
+			held = false
+		}
 		n, err := c.pool.p.Reserve(ctx, hungry)
 		if err != nil {
 			return

@@ -26,13 +26,14 @@ const eventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 // newEventTable starts an event table on w with its header row.
 func newEventTable(w io.Writer) *eventTable {
 	t := &eventTable{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
-	t.row("TIME", "WORKFLOW", "TASK", "ACTOR", "EVENT", "ATTEMPT", "STATUS", "CACHED", "DURATION", "ACTION", "ERROR")
+	t.row("TIME", "WORKFLOW", "TASK", "ACTOR", "EVENT", "ATTEMPT", "STATUS", "CACHED", "DURATION", "ACTION", "ERROR / CHANGE")
 	return t
 }
 
 // Add adds one row: the event's time (UTC), IDs, actor, type, attempt,
 // status, whether it was cached, its duration, action and the first line of
-// its error. An undecodable record shows its stream time, subject and error.
+// its error or, for an implementer attempt in a workspace, its change (files,
+// lines added and removed). An undecodable record shows its stream time, subject and error.
 func (t *eventTable) Add(r audit.Record) {
 	if r.Err != nil {
 		t.row(r.Time.UTC().Format(eventTimeLayout), r.Subject, "-", "-", "-", "-", "-", "-", "-", "-", shortError(r.Err.Error()))
@@ -46,8 +47,12 @@ func (t *eventTable) Add(r audit.Record) {
 	if e.DurationMS > 0 {
 		took = (time.Duration(e.DurationMS) * time.Millisecond).String()
 	}
+	last := shortError(e.Error)
+	if e.Error == "" {
+		last = audit.EventChange(e) // an implementer attempt's recorded change, in a workspace
+	}
 	t.row(e.Timestamp.UTC().Format(eventTimeLayout), e.WorkflowID, e.TaskID, string(e.Actor), string(e.EventType),
-		strconv.Itoa(e.Attempt), e.Status, cached, took, e.Action, shortError(e.Error))
+		strconv.Itoa(e.Attempt), e.Status, cached, took, e.Action, last)
 }
 
 // Flush writes the rows added so far and returns the first write error.

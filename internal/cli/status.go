@@ -139,6 +139,9 @@ func renderStatus(w io.Writer, r status.Report, asJSON, indent bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := renderWorkspaces(w, r.Workers); err != nil {
+		return err
+	}
 	ratio := "-"
 	if r.Cache.HitRatio != nil {
 		ratio = fmt.Sprintf("%.1f%%", *r.Cache.HitRatio*100)
@@ -146,4 +149,27 @@ func renderStatus(w io.Writer, r status.Report, asJSON, indent bool) error {
 	fmt.Fprintf(w, "\ncache  %d entries, hit ratio %s (%d hits, %d misses)\n", r.Cache.Entries, ratio, r.Cache.Hits, r.Cache.Misses)
 	_, err := fmt.Fprintf(w, "audit  %d messages, %s\n", r.Audit.Messages, strings.TrimSpace(byteSize(r.Audit.Bytes)))
 	return err
+}
+
+// renderWorkspaces prints the workspace counts of the workers that have
+// workspaces; nothing when none has.
+func renderWorkspaces(w io.Writer, workers []status.Worker) error {
+	var tw *tabwriter.Writer
+	for _, wk := range workers {
+		ws := wk.Workspaces
+		if ws == nil {
+			continue
+		}
+		if tw == nil {
+			fmt.Fprintln(w)
+			tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "WORKSPACES\tWORKTREES\tOPEN\tKEPT\tDISK\tFETCHES\tPUSHES\tPUSHED BRANCHES\tPUSH RETRIES")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\n", wk.WorkerID, ws.Worktrees, ws.Open, ws.Kept,
+			strings.TrimSpace(byteSize(uint64(max(ws.DiskBytes, 0)))), ws.Fetches, ws.Pushes, ws.PushedRefs, ws.PushRetries)
+	}
+	if tw == nil {
+		return nil
+	}
+	return tw.Flush()
 }

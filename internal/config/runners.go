@@ -182,6 +182,10 @@ type wrapped struct {
 	base runner.Runner
 }
 
+// Unwrap implements runner.Unwrapper, so the wrapped runner's health
+// check is found.
+func (w wrapped) Unwrap() runner.Runner { return w.base }
+
 // Close closes the wrapped runner when it is an io.Closer.
 func (w wrapped) Close() error {
 	if c, ok := w.base.(io.Closer); ok {

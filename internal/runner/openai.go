@@ -235,6 +235,7 @@ type OpenAI struct {
 	identity  string
 	insecure  bool         // BaseURL is plain http to a non-loopback host
 	noFormat  *atomic.Bool // the server refused response_format (JSONModeAuto)
+	health    *health      // the cached health check (see Health)
 }
 
 // NewOpenAI returns a runner for role. A nil prompts uses prompt.Defaults().
@@ -252,7 +253,7 @@ func NewOpenAI(role subjects.Role, cfg OpenAIConfig, prompts *prompt.Set, opts .
 	if prompts == nil {
 		prompts = prompt.Defaults()
 	}
-	o := &OpenAI{role: role, cfg: cfg, prompts: prompts, endpoint: cfg.BaseURL + "/chat/completions", noFormat: new(atomic.Bool)}
+	o := &OpenAI{role: role, cfg: cfg, prompts: prompts, endpoint: cfg.BaseURL + "/chat/completions", noFormat: new(atomic.Bool), health: new(health)}
 	o.opts = openAIOptions{lookupEnv: os.LookupEnv, sleep: backoff.Sleep}
 	for _, opt := range opts {
 		if err := opt(&o.opts); err != nil {

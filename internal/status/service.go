@@ -53,6 +53,29 @@ type WorkerStatus struct {
 	Tasks  TaskCounts  `json:"tasks"`
 	Cache  CacheCounts `json:"cache"`
 	Queues []string    `json:"queues"`
+	// Workspaces are the worker's git workspaces; absent when it has none
+	// configured.
+	Workspaces *WorkspaceCounts `json:"workspaces,omitempty"`
+}
+
+// WorkspaceCounts describe a worker's git workspaces: the worktrees it
+// holds now (kept ones included), their disk use with the mirror's, and
+// the fetches and pushes it made since it started.
+type WorkspaceCounts struct {
+	// Worktrees are on disk and not kept (held by a task, or free for
+	// reuse); Open are held by a task now; Kept are kept on purpose
+	// (failed tasks, with keep_failed).
+	Worktrees int   `json:"worktrees"`
+	Open      int   `json:"open"`
+	Kept      int   `json:"kept"`
+	DiskBytes int64 `json:"disk_bytes"`
+	Fetches   int64 `json:"fetches"`
+	// Pushes are git pushes; PushedRefs the branches they carried (one
+	// push carries a batch of branches); PushRetries the pushes that
+	// failed for the remote and were tried again.
+	Pushes      int64 `json:"pushes"`
+	PushedRefs  int64 `json:"pushed_refs"`
+	PushRetries int64 `json:"push_retries"`
 }
 
 // TaskCounts are the terminal events a worker committed since it started.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/droverhq/drover/internal/redact"
 )
 
 // The phases of a worker's life, in order.
@@ -23,7 +26,8 @@ const jsProbeTimeout = 2 * time.Second
 
 // CheckReady reports whether the worker should get work (nil) or why not.
 // It is ready when it has started, is not draining, its connection is up,
-// its workflow gate's watch runs, every queue's fetch loop runs, and
+// its workflow gate's watch runs, its dependencies (the workspace
+// repository, Config.Dependencies and the runners' health checks) answer, every queue's fetch loop runs, and
 // JetStream answers for the audit and
 // DLQ streams, the state bucket and every queue's consumer (which lives on
 // the tasks stream). That last check is reused for Config.ReadyCache, so a
@@ -44,6 +48,9 @@ func (w *Worker) CheckReady() error {
 		if err := g.Err(); err != nil {
 			return err // roles wait until the workflow states are current
 		}
+	}
+	if err := w.checkDependencies(); err != nil {
+		return err // the consumers do not fetch meanwhile
 	}
 	for i, c := range w.consumers {
 		if !c.Fetching() {
@@ -103,3 +110,61 @@ func (w *Worker) probeJetStream(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Dependency is a service the worker's tasks need: Check returns nil while
+// it can be reached, or why not. Checks are cached by their owner.
+type Dependency struct {
+	// Name says what it is in readiness reasons ("workspace repository").
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// depTimeout bounds one round of dependency checks.
+const depTimeout = 5 * time.Second
+
+// dependencies are cfg's dependencies and its runners' health checks.
+func dependencies(cfg Config) []Dependency {
+	deps := append([]Dependency(nil), cfg.Dependencies...)
+	for _, h := range cfg.Runners.HealthCheckers() {
+		deps = append(deps, Dependency{Check: h.Check.Health}) // its errors name the role and endpoint
+	}
+	return deps
+}
+
+// checkDependencies returns the first failing dependency's error, named:
+// the workspace repository (when workspaces are on), then Config.Dependencies
+// and the runners' endpoints.
+func (w *Worker) checkDependencies() error {
+	m := w.ws.Load()
+	if len(w.deps) == 0 && m == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), depTimeout)
+	defer cancel()
+	if m != nil {
+		if err := m.Ready(ctx); err != nil {
+			return repositoryDown(m.Config().Repo, err)
+		}
+	}
+	for _, d := range w.deps {
+		if err := d.Check(ctx); err != nil {
+			if d.Name == "" {
+				return err
+			}
+			return fmt.Errorf("%s: %w", d.Name, err)
+		}
+	}
+	return nil
+}
+
+// repositoryDown is the readiness reason of an unreachable workspace
+// repository. The repository's URL may carry credentials: they are masked
+// in the reason, and in the error it wraps (which is logged).
+func repositoryDown(repo string, err error) error {
+	masked := redact.URL(repo)
+	return fmt.Errorf("workspace repository %s unreachable: %w", masked, errors.New(strings.ReplaceAll(err.Error(), repo, masked)))
+}
+
+// holdFetching is the consumers' Hold: no task is fetched while a
+// dependency is down.
+func (w *Worker) holdFetching() error { return w.checkDependencies() }

@@ -90,5 +90,10 @@ func (w *Worker) Status() status.WorkerStatus {
 	if w.phase.Load() >= phaseDraining {
 		st.State = "draining"
 	}
+	if m := w.ws.Load(); m != nil {
+		ws := m.Stats()
+		st.Workspaces = &status.WorkspaceCounts{Worktrees: ws.Worktrees, Open: ws.Open, Kept: ws.Kept, DiskBytes: ws.DiskBytes,
+			Fetches: ws.Fetches, Pushes: ws.Pushes, PushedRefs: ws.PushedRefs, PushRetries: ws.PushRetries}
+	}
 	return st
 }

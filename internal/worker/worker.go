@@ -62,6 +62,12 @@ type Config struct {
 	// ReadyCache is how long CheckReady reuses its JetStream check
 	// (default 3s), so frequent probes do not load the server.
 	ReadyCache time.Duration
+	// Dependencies are services the tasks need besides NATS (the
+	// workspace repository); the runners' health checks
+	// (runner.HealthChecker) are added to them. While one fails the
+	// worker is not ready, saying why, and fetches no task; tasks are not
+	// failed for it. Each check must be cheap (cached) and bounded.
+	Dependencies []Dependency
 	// Tracer starts a span per task delivery and per role (nil: none).
 	// The caller owns it and shuts it down after Run returns (see the
 	// tracing package).
@@ -96,7 +102,8 @@ type Worker struct {
 	dead      atomic.Pointer[error]
 	startedAt atomic.Pointer[time.Time]
 
-	ws atomic.Pointer[workspace.Manager] // set once started, workspaces on
+	deps []Dependency                      // Config.Dependencies and the runners' health checks
+	ws   atomic.Pointer[workspace.Manager] // set once started, workspaces on
 
 	probeMu  sync.Mutex // guards the cached JetStream check
 	probedAt time.Time
@@ -159,6 +166,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if w.id == "" {
 		w.id = pipeline.DefaultWorker
 	}
+	w.deps = dependencies(cfg)
 	if w.host, err = os.Hostname(); err != nil {
 		w.host = "unknown"
 	}
@@ -261,7 +269,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 			Queue: q, AckWait: w.cfg.Consumer.AckWait, MaxDeliver: w.cfg.Consumer.MaxDeliver,
 			Grace: w.cfg.Grace, FetchWait: w.cfg.FetchWait, Watchdog: w.cfg.Watchdog,
 			RetryBase: w.cfg.Pipeline.RetryBase, RetryMax: w.cfg.Pipeline.RetryMax,
-			JetStream: w.js, Names: w.cfg.Names, Metrics: cm,
+			JetStream: w.js, Names: w.cfg.Names, Metrics: cm, Hold: w.holdFetching,
 		}, ensure, w.pool, ch, w.cfg.Log))
 	}
 	return w.consume(ctx)
