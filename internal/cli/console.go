@@ -175,6 +175,21 @@ func serveConsole(ctx context.Context, g *globals, cs *console.Server, ln net.Li
 	return nil
 }
 
+// checkConsole checks serve's console flags before anything starts.
+func (f *serveFlags) checkConsole() error {
+	if !f.console || f.httpAddr == "" {
+		return nil
+	}
+	a, err := f.consoleAuth.resolve("console-", os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	if err := checkConsoleListen(f.httpAddr, a); err != nil {
+		return fmt.Errorf("--console on --http: %w", err)
+	}
+	return nil
+}
+
 // mountConsole starts a console on the worker's connection, run until ctx
 // ends, and returns the option that serves it under /console/ on the
 // worker's --http listener.

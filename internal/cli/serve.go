@@ -73,6 +73,9 @@ variables override it. A bad file or prompt template stops serve before it start
 			if err := f.server.resolve(cmd.Flags(), &f.listen); err != nil {
 				return err
 			}
+			if err := f.checkConsole(); err != nil {
+				return err
+			}
 			defer runners.Close() // releases the openai runners' connections
 			return serve(cmd.Context(), g, f, runners)
 		},
