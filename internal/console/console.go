@@ -60,22 +60,22 @@ type Config struct {
 
 // Server serves the console. Run feeds it; Handler serves it.
 type Server struct {
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	names    subjects.Names
-	auth     Auth
-	base     string
-	log      *slog.Logger
-	ctlWait  time.Duration
-	key      [32]byte
-	pages    map[string]*template.Template
-	mirror   *mirror
-	hub      *hub
-	fleet    *fleet
-	kvMu     sync.Mutex
-	kv       jetstream.KeyValue
-	mux      *http.ServeMux
-	stopped  chan struct{}
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	names   subjects.Names
+	auth    Auth
+	base    string
+	log     *slog.Logger
+	ctlWait time.Duration
+	key     [32]byte
+	pages   map[string]*template.Template
+	mirror  *mirror
+	hub     *hub
+	fleet   *fleet
+	kvMu    sync.Mutex
+	kv      jetstream.KeyValue
+	mux     *http.ServeMux
+	stopped chan struct{}
 }
 
 // New returns a console; it serves once Run has loaded the state bucket.
@@ -227,7 +227,7 @@ func (s *Server) followAudit(ctx context.Context, cons jetstream.Consumer) {
 			continue
 		}
 		row := rowOf(audit.Record{Seq: md.Sequence.Stream, Time: md.Timestamp, Data: msg.Data()})
-		s.hub.push(row.item())
+		s.hub.pushAudit(row.Seq, row.item())
 		s.fleet.event(row.Type)
 	}
 }

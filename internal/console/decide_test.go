@@ -162,3 +162,46 @@ func TestMirrorCounts(t *testing.T) {
 	assert.Equal(t, 1, v.Total)
 	assert.Equal(t, 0, v.Cols[ColImplementing])
 }
+
+// The changes since a revision are what a page rendered at it missed.
+func TestMirrorSince(t *testing.T) {
+	m := newMirror()
+	put := func(wf, task, stage string) {
+		b, _ := json.Marshal(subjects.TaskState{Workflow: wf, Task: task, State: subjects.StateRunning, Stage: stage, Worker: "w"})
+		m.apply(subjects.StateKey(wf, task), b, false)
+	}
+	put("wf", "a", "planner")
+	put("wf", "b", "planner")
+	put("other", "c", "planner")
+	rev := m.rev()
+	items, ok := m.since("wf", rev, 10)
+	require.True(t, ok)
+	assert.Empty(t, items, "nothing changed since")
+
+	put("wf", "b", "judge")
+	put("other", "c", "judge")
+	items, ok = m.since("wf", rev, 10)
+	require.True(t, ok)
+	require.Len(t, items, 2, "the workflow and its one changed task")
+	assert.Equal(t, "w", items[0]["k"])
+	assert.Equal(t, "b", items[1]["t"])
+	assert.Equal(t, ColJudging, items[1]["col"])
+
+	items, ok = m.since("", rev, 10)
+	require.True(t, ok)
+	assert.Len(t, items, 2, "both workflows changed")
+
+	_, ok = m.since("wf", 0, 2)
+	assert.False(t, ok, "more than the limit: the page reloads")
+}
+
+func TestHubAuditAfter(t *testing.T) {
+	h := newHub()
+	for seq := uint64(1); seq <= recentAudit+10; seq++ {
+		h.pushAudit(seq, map[string]any{"q": seq})
+	}
+	got := h.auditAfter(recentAudit + 7)
+	require.Len(t, got, 3)
+	assert.JSONEq(t, `{"q": 2008}`, string(got[0]))
+	assert.Len(t, h.auditAfter(0), recentAudit, "the ring keeps the latest only")
+}

@@ -180,8 +180,11 @@ func TestCancelAsksFirst(t *testing.T) {
 // HttpOnly and SameSite=Strict.
 func TestSecurityHeaders(t *testing.T) {
 	f := newFixture(t, console.Auth{})
-	for _, path := range []string{"/", "/workflows", "/audit", "/dlq", "/reviews", "/static/app.js", "/nope"} {
-		resp, _ := f.get(f.browser(), path)
+	f.putTask("wf-h", "T1", subjects.StateRunning, "judge")
+	for _, path := range []string{"/", "/workflows", "/workflows/wf-h", "/tasks/wf-h/T1", "/audit", "/audit?workflow=wf-h&type=task_failed",
+		"/dlq", "/reviews", "/static/app.js", "/nope"} {
+		resp, body := f.get(f.browser(), path)
+		assert.NotContains(t, body, "ZgotmplZ", "%s: a value html/template refused", path)
 		h := resp.Header
 		assert.Contains(t, h.Get("Content-Security-Policy"), "script-src 'self'", path)
 		assert.NotContains(t, h.Get("Content-Security-Policy"), "unsafe-inline", path)
@@ -244,4 +247,41 @@ func TestEscapesUntrustedText(t *testing.T) {
 	assert.NotContains(t, page, "<script>x")
 	assert.NotContains(t, page, "<b>")
 	assert.Contains(t, page, "&lt;b&gt;")
+}
+
+// A change between a page's render and its event stream is not lost: the
+// stream starts with the changes since the page's revision.
+func TestEventsCatchUp(t *testing.T) {
+	f := newFixture(t, console.Auth{})
+	f.putTask("wf-gap", "T1", subjects.StateRunning, "planner")
+	c := f.browser()
+	rev := regexp.MustCompile(`data-rev="([0-9]+)"`)
+	var page string
+	require.Eventually(t, func() bool {
+		_, page = f.get(c, "/workflows/wf-gap")
+		return rev.MatchString(page) && strings.Contains(page, `data-task="T1"`)
+	}, 10*time.Second, 20*time.Millisecond)
+	since := rev.FindStringSubmatch(page)[1]
+	f.putTask("wf-gap", "T1", subjects.StateCompleted, subjects.StageDone) // before the stream opens
+	require.Eventually(t, func() bool {
+		_, p := f.get(c, "/workflows/wf-gap")
+		return strings.Contains(p, `data-count="done">1<`)
+	}, 10*time.Second, 20*time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+"/events?wf=wf-gap&since="+since, nil)
+	require.NoError(t, err)
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	buf := make([]byte, 0, 4096)
+	for !strings.Contains(string(buf), `"col":"done"`) {
+		chunk := make([]byte, 1024)
+		n, err := resp.Body.Read(chunk)
+		require.NoError(t, err, "stream so far: %s", buf)
+		buf = append(buf, chunk[:n]...)
+	}
+	assert.Contains(t, string(buf), `"t":"T1"`)
 }

@@ -17,6 +17,10 @@ const (
 	// clientBuffer is how many messages wait for a slow client before the
 	// hub drops it (its page reconnects and resynchronises).
 	clientBuffer = 32
+	// recentAudit is how many of the latest audit events the hub keeps, for
+	// a page to catch up on what arrived between its render and its event
+	// stream.
+	recentAudit = 2000
 )
 
 // hub fans the changes of the state bucket and the audit stream out to the
@@ -27,6 +31,14 @@ type hub struct {
 	pending []json.RawMessage
 	lost    int
 	clients map[*client]struct{}
+	recent  []auditItem // a ring of the latest audit events
+	next    int
+}
+
+// auditItem is an audit event's pushed form with its sequence.
+type auditItem struct {
+	seq  uint64
+	data json.RawMessage
 }
 
 // client is one browser's event stream.
@@ -50,6 +62,41 @@ func (h *hub) push(item any) {
 		h.lost++
 	}
 	h.mu.Unlock()
+}
+
+// pushAudit queues an audit event and keeps it among the recent ones.
+func (h *hub) pushAudit(seq uint64, item any) {
+	b, err := json.Marshal(item)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.recent) < recentAudit {
+		h.recent = append(h.recent, auditItem{seq, b})
+	} else {
+		h.recent[h.next] = auditItem{seq, b}
+		h.next = (h.next + 1) % recentAudit
+	}
+	if len(h.pending) < maxBatch {
+		h.pending = append(h.pending, b)
+	} else {
+		h.lost++
+	}
+}
+
+// auditAfter returns the kept audit events after seq, oldest first.
+func (h *hub) auditAfter(seq uint64) []json.RawMessage {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []json.RawMessage
+	for i := range h.recent {
+		it := h.recent[(h.next+i)%len(h.recent)]
+		if it.seq > seq {
+			out = append(out, it.data)
+		}
+	}
+	return out
 }
 
 // subscribe adds a client; unsubscribe removes it.

@@ -73,6 +73,8 @@ type Task struct {
 	Started        time.Time
 	Updated        time.Time
 	Col            string
+	// Rev is the mirror's change count when the task last changed.
+	Rev uint64
 }
 
 // Took is how long the task ran so far (to its last update).
@@ -95,6 +97,9 @@ type Workflow struct {
 	Updated  time.Time
 	TaskTime time.Duration // sum of the finished tasks' durations
 	Total    int
+	// Rev is the mirror's change count when the workflow or one of its
+	// tasks last changed.
+	Rev uint64
 }
 
 // Duration is the workflow's wall clock from its first start to its last
@@ -126,6 +131,7 @@ type mirror struct {
 	mu    sync.RWMutex
 	wfs   map[string]*Workflow
 	count int
+	seq   uint64 // changes applied so far
 	ready chan struct{}
 }
 
@@ -154,14 +160,16 @@ func (m *mirror) apply(key string, value []byte, deleted bool) map[string]any {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.seq++
 	w := m.wf(wfID)
+	w.Rev = m.seq
 	if taskID == subjects.Reserved {
 		var ws subjects.WorkflowState
 		if deleted || json.Unmarshal(value, &ws) != nil || ws.State == "" {
 			ws.State = subjects.StateRunning
 		}
 		w.State, w.Reason = ws.State, ws.Reason
-		return map[string]any{"k": "w", "w": wfID, "s": w.State, "c": w.Cols, "n": w.Total, "o": w.Open()}
+		return w.item()
 	}
 	old := w.Tasks[taskID]
 	if old != nil {
@@ -177,7 +185,7 @@ func (m *mirror) apply(key string, value []byte, deleted bool) map[string]any {
 			w.Total--
 			m.count--
 		}
-		return map[string]any{"k": "t", "w": wfID, "t": taskID, "col": "", "c": w.Cols}
+		return map[string]any{"k": "t", "w": wfID, "t": taskID, "col": "", "c": copyCounts(w.Cols), "n": w.Total, "o": w.Open()}
 	}
 	var ts subjects.TaskState
 	if json.Unmarshal(value, &ts) != nil {
@@ -194,6 +202,7 @@ func (m *mirror) apply(key string, value []byte, deleted bool) map[string]any {
 		m.count++
 	}
 	t.State, t.Stage, t.Worker, t.Reason, t.Attempt = ts.State, ts.Stage, ts.Worker, string(ts.Reason), ts.Attempt
+	t.Rev = m.seq
 	t.Started, t.Updated = ts.StartedAt, ts.UpdatedAt
 	t.Col = Column(ts.State, ts.Stage, ts.Worker)
 	w.Cols[t.Col]++
@@ -207,8 +216,70 @@ func (m *mirror) apply(key string, value []byte, deleted bool) map[string]any {
 	if t.Updated.After(w.Updated) {
 		w.Updated = t.Updated
 	}
-	return map[string]any{"k": "t", "w": wfID, "t": taskID, "col": t.Col, "s": t.State, "g": t.Stage, "a": t.Attempt,
-		"c": w.Cols, "n": w.Total, "o": w.Open(), "ws": w.State}
+	return t.item(w)
+}
+
+// item is the pushed form of a workflow's change.
+func (w *Workflow) item() map[string]any {
+	return map[string]any{"k": "w", "w": w.ID, "s": w.State, "c": copyCounts(w.Cols), "n": w.Total, "o": w.Open()}
+}
+
+// item is the pushed form of a task's change.
+func (t *Task) item(w *Workflow) map[string]any {
+	return map[string]any{"k": "t", "w": w.ID, "t": t.ID, "col": t.Col, "s": t.State, "g": t.Stage, "a": t.Attempt,
+		"c": copyCounts(w.Cols), "n": w.Total, "o": w.Open(), "ws": w.State}
+}
+
+func copyCounts(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, n := range m {
+		out[k] = n
+	}
+	return out
+}
+
+// rev is the mirror's change count: a page rendered at rev r misses no
+// change when its event stream asks for the changes since r.
+func (m *mirror) rev() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.seq
+}
+
+// since returns the pushed form of the changes after rev: of workflow wf's
+// tasks and the workflow itself, or with wf "", of every workflow. ok is
+// false when there are more than limit, and the page must reload instead.
+func (m *mirror) since(wf string, rev uint64, limit int) (items []map[string]any, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if rev >= m.seq {
+		return nil, true
+	}
+	if wf == "" {
+		for _, w := range m.wfs {
+			if w.Rev > rev {
+				if len(items) == limit {
+					return nil, false
+				}
+				items = append(items, w.item())
+			}
+		}
+		return items, true
+	}
+	w := m.wfs[wf]
+	if w == nil || w.Rev <= rev {
+		return nil, true
+	}
+	items = append(items, w.item())
+	for _, t := range w.Tasks {
+		if t.Rev > rev {
+			if len(items) == limit {
+				return nil, false
+			}
+			items = append(items, t.item(w))
+		}
+	}
+	return items, true
 }
 
 // watch feeds the mirror from the bucket until ctx ends; each change after
@@ -268,6 +339,12 @@ func (w *Workflow) view() WorkflowView {
 
 // workflows lists every workflow, sorted by ID.
 func (m *mirror) workflows() []WorkflowView {
+	v, _ := m.workflowsAt()
+	return v
+}
+
+// workflowsAt is workflows with the change count it reflects.
+func (m *mirror) workflowsAt() ([]WorkflowView, uint64) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	out := make([]WorkflowView, 0, len(m.wfs))
@@ -275,17 +352,23 @@ func (m *mirror) workflows() []WorkflowView {
 		out = append(out, w.view())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return out, m.seq
 }
 
 // board returns a workflow's counts and, per column, one page of its tasks
 // sorted by ID: tasks [page*size, (page+1)*size) of each column.
 func (m *mirror) board(id string, page, size int) (WorkflowView, map[string][]Task, bool) {
+	v, cards, _, ok := m.boardAt(id, page, size)
+	return v, cards, ok
+}
+
+// boardAt is board with the mirror's change count it reflects.
+func (m *mirror) boardAt(id string, page, size int) (WorkflowView, map[string][]Task, uint64, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	w := m.wfs[id]
 	if w == nil {
-		return WorkflowView{}, nil, false
+		return WorkflowView{}, nil, m.seq, false
 	}
 	by := map[string][]*Task{}
 	for _, t := range w.Tasks {
@@ -301,5 +384,5 @@ func (m *mirror) board(id string, page, size int) (WorkflowView, map[string][]Ta
 		}
 		out[col] = cp
 	}
-	return w.view(), out, true
+	return w.view(), out, m.seq, true
 }

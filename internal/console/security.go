@@ -75,7 +75,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Referrer-Policy", "same-origin") // "no-referrer" would make the browser send Origin: null with a form
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		user, ok := s.auth.check(r)
 		if !ok {

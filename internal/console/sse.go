@@ -1,7 +1,9 @@
 package console
 
 import (
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -12,6 +14,11 @@ const keepAlive = 25 * time.Second
 // events serves the browser's EventSource: one "data:" message per hub
 // flush, a JSON array of changes. A client the hub dropped gets a "resync"
 // event and the stream ends; its page reloads what it shows.
+//
+// A page says what it rendered: since, the mirror's change count (with wf,
+// the workflow it shows), and after, the last audit sequence it shows. The
+// stream starts with what changed since, so no change falls between a
+// page's render and its stream.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
@@ -23,6 +30,30 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	defer s.hub.unsubscribe(c)
 	if _, err := w.Write([]byte("retry: 2000\n: hello\n\n")); err != nil {
 		return
+	}
+	q := r.URL.Query()
+	var catchUp []json.RawMessage
+	if since, err := strconv.ParseUint(q.Get("since"), 10, 64); err == nil {
+		items, ok := s.mirror.since(q.Get("wf"), since, maxBatch)
+		if !ok {
+			_, _ = w.Write([]byte("event: resync\ndata: {}\n\n"))
+			_ = rc.Flush()
+			return
+		}
+		for _, it := range items {
+			if b, err := json.Marshal(it); err == nil {
+				catchUp = append(catchUp, b)
+			}
+		}
+	}
+	if after, err := strconv.ParseUint(q.Get("after"), 10, 64); err == nil {
+		catchUp = append(catchUp, s.hub.auditAfter(after)...)
+	}
+	if len(catchUp) > 0 {
+		b, _ := json.Marshal(catchUp)
+		if _, err := w.Write(append(append([]byte("data: "), b...), '\n', '\n')); err != nil {
+			return
+		}
 	}
 	if rc.Flush() != nil {
 		return

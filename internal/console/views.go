@@ -60,12 +60,12 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) workflowsPage(w http.ResponseWriter, r *http.Request) error {
-	all := s.mirror.workflows()
+	all, rev := s.mirror.workflowsAt()
 	p := pageOf(r)
 	lo, hi := min(p*pageSize, len(all)), min((p+1)*pageSize, len(all))
 	return s.render(w, r, "workflows", "Workflows", "workflows", map[string]any{
 		"Workflows": all[lo:hi], "Total": len(all), "Page": p, "Prev": p > 0, "Next": hi < len(all),
-	}, nil)
+	}, map[string]string{"rev": strconv.FormatUint(rev, 10)})
 }
 
 // boardColumn is one column of a board page.
@@ -82,7 +82,7 @@ func (s *Server) boardPage(w http.ResponseWriter, r *http.Request) error {
 		return errStatus(http.StatusBadRequest, "workflow %q: %v", wf, err)
 	}
 	p := pageOf(r)
-	v, cards, ok := s.mirror.board(wf, p, pageSize)
+	v, cards, rev, ok := s.mirror.boardAt(wf, p, pageSize)
 	if !ok {
 		return errStatus(http.StatusNotFound, "workflow %s has no tasks in the state bucket", wf)
 	}
@@ -96,7 +96,7 @@ func (s *Server) boardPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.render(w, r, "board", "Workflow "+wf, "board", map[string]any{
 		"WF": v, "Columns": cols, "Page": p, "Prev": p > 0, "Next": next, "PageSize": pageSize,
-	}, map[string]string{"wf": wf, "cap": strconv.Itoa(pageSize), "page": strconv.Itoa(p)})
+	}, map[string]string{"wf": wf, "cap": strconv.Itoa(pageSize), "page": strconv.Itoa(p), "rev": strconv.FormatUint(rev, 10)})
 }
 
 // timelineEntry is one audit event of a task's timeline.
@@ -129,6 +129,7 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) error {
 	if err := errors.Join(subjects.ValidateID(wf), subjects.ValidateID(id)); err != nil {
 		return errStatus(http.StatusBadRequest, "task %q/%q: %v", wf, id, err)
 	}
+	rev := s.mirror.rev() // before the reads: a change after them is sent again
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
 	st, err := state.New(s.stateKV()).GetTask(ctx, wf, id)
@@ -142,6 +143,7 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) error {
 		diffFrom string
 		attempts = map[int]bool{}
 		req      subjects.TaskRequest
+		lastSeq  uint64
 	)
 	err = audit.Replay(ctx, s.js, s.names, audit.Query{Workflow: wf, Task: id}, func(rec audit.Record) error {
 		ev := rec.Event
@@ -174,6 +176,7 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		attempts[ev.Attempt] = true
+		lastSeq = rec.Seq
 		timeline = append(timeline, e)
 		if len(timeline) >= maxTimeline {
 			return errEnough
@@ -197,7 +200,8 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) error {
 	data := map[string]any{"WF": wf, "ID": id, "HasState": hasState, "State": st, "Timeline": timeline,
 		"Attempts": len(attempts), "DLQ": entries, "Diff": lines, "DiffTruncated": truncated, "DiffFrom": diffFrom,
 		"Col": Column(st.State, st.Stage, st.Worker), "Result": prettyJSON(st.Result), "Req": req}
-	return s.render(w, r, "task", "Task "+id, "task", data, map[string]string{"wf": wf, "task": id})
+	return s.render(w, r, "task", "Task "+id, "task", data, map[string]string{"wf": wf, "task": id, "rev": strconv.FormatUint(rev, 10),
+		"after": strconv.FormatUint(lastSeq, 10)})
 }
 
 // eventName matches an actor or event type given as a filter.
@@ -269,9 +273,13 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) error {
 	for i := range ring { // newest first
 		rows = append(rows, ring[(n-1-i+len(ring)*2)%len(ring)])
 	}
-	live := map[string]string{"cap": "500"}
+	var after uint64
+	for _, row := range rows {
+		after = max(after, row.Seq)
+	}
+	live := map[string]string{"cap": "500", "after": strconv.FormatUint(after, 10)}
 	for _, k := range []string{"workflow", "task", "actor", "type"} {
-		live["f-"+k] = f[k]
+		live["f"+k] = f[k] // alphanumeric: html/template refuses other attribute names
 	}
 	if f["until"] != "" {
 		live["nolive"] = "1"

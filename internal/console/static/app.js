@@ -51,6 +51,7 @@
     } else if (view === "workflows") {
       var row = rowOf(m.w);
       if (row) { var st = row.querySelector('[data-x="state"]'); if (st && st.textContent !== m.s) reloadSoon(); }
+      updateWorkflowRow(m);
     }
   }
   function rowOf(wf) {
@@ -99,10 +100,11 @@
 
   // Audit: new rows on top, filtered like the page, at most cap rows.
   var paused = false, held = [], auditCap = parseInt(d.cap || "500", 10);
+  var lastSeq = parseInt(d.after || "0", 10); // audit events up to it are shown
   var rows = document.getElementById("rows");
   function matches(m) {
-    return (!d.fWorkflow || m.w === d.fWorkflow) && (!d.fTask || m.t === d.fTask) &&
-      (!d.fActor || m.ac === d.fActor) && (!d.fType || m.e === d.fType);
+    return (!d.fworkflow || m.w === d.fworkflow) && (!d.ftask || m.t === d.ftask) &&
+      (!d.factor || m.ac === d.factor) && (!d.ftype || m.e === d.ftype);
   }
   function auditRow(m) {
     var tr = el("tr", "new");
@@ -145,6 +147,8 @@
         case "w": onWorkflow(m); break;
         case "f": onFleet(m); break;
         case "a":
+          if (m.q <= lastSeq) break; // sent twice: in the catch-up and live
+          lastSeq = m.q;
           stats.received++;
           if (view === "audit" && !d.nolive && matches(m)) audit.push(m);
           if (view === "task" && m.w === d.wf && m.t === d.task) reloadSoon();
@@ -160,7 +164,11 @@
   }
 
   if (!window.EventSource) return;
-  var es = new EventSource(base + "/events");
+  var q = [];
+  if (d.rev) q.push("since=" + encodeURIComponent(d.rev));
+  if (d.wf) q.push("wf=" + encodeURIComponent(d.wf));
+  if (d.after) q.push("after=" + encodeURIComponent(d.after));
+  var es = new EventSource(base + "/events" + (q.length ? "?" + q.join("&") : ""));
   es.onopen = function () { if (live) { live.textContent = "live"; live.className = "live on"; } };
   es.onerror = function () { if (live) { live.textContent = "reconnecting"; live.className = "live"; } };
   es.onmessage = function (e) { try { onBatch(JSON.parse(e.data)); } catch (err) { /* a bad message is skipped */ } };
