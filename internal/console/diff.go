@@ -18,6 +18,9 @@ type DiffLine struct {
 // maxDiffLines (truncated reports whether there were more). The text stays
 // text: the template escapes it.
 func Highlight(diff string) (lines []DiffLine, truncated bool) {
+	if diff == "" {
+		return nil, false
+	}
 	for i, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
 		if i == maxDiffLines {
 			return lines, true

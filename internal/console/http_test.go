@@ -155,7 +155,11 @@ func TestCancelAsksFirst(t *testing.T) {
 	f := newFixture(t, console.Auth{})
 	f.putTask("wf-cancel", "T1", subjects.StateRunning, "planner")
 	c := f.browser()
-	_, page := f.get(c, "/workflows/wf-cancel")
+	var page string
+	require.Eventually(t, func() bool {
+		_, page = f.get(c, "/workflows/wf-cancel")
+		return csrfField.MatchString(page)
+	}, 10*time.Second, 20*time.Millisecond)
 	token := csrfField.FindStringSubmatch(page)[1]
 	resp, err := c.PostForm(f.srv.URL+"/workflows/wf-cancel/cancel", url.Values{"csrf": {token}})
 	require.NoError(t, err)

@@ -212,8 +212,16 @@ func prettyJSON(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "{}" || string(raw) == "null" {
 		return ""
 	}
+	// Decoded and encoded again, without the \u003c escapes of Go's
+	// encoder: the template escapes the text for HTML.
 	var buf bytes.Buffer
-	if json.Indent(&buf, raw, "", "  ") != nil {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if dec.Decode(&v) != nil || enc.Encode(v) != nil {
 		buf.Reset()
 		buf.Write(raw)
 	}
