@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -464,4 +465,51 @@ func putTasks(t *testing.T, b *bundle, wf string, n int) {
 	case <-time.After(browserWait):
 		t.Fatal("state puts not acknowledged")
 	}
+}
+
+// drover serve --console serves the console under /console/ on the
+// worker's --http listener; an open event stream does not hold up its
+// shutdown.
+func TestServeConsole(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.startProc("--console", "--http", "127.0.0.1:0")
+	var addr string
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, m := range p.logs {
+			if m["msg"] == "http endpoints" {
+				addr, _ = m["addr"].(string)
+			}
+		}
+		return addr != ""
+	}, browserWait, 10*time.Millisecond)
+	base := "http://" + addr
+	var body string
+	var csp string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(base + "/console/")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		bb, _ := io.ReadAll(resp.Body)
+		body, csp = string(bb), resp.Header.Get("Content-Security-Policy")
+		return resp.StatusCode == http.StatusOK
+	}, browserWait, 20*time.Millisecond)
+	require.Contains(t, body, `<h1>Fleet</h1>`)
+	require.Contains(t, body, `src="/console/static/app.js"`)
+	require.Contains(t, csp, "script-src 'self'")
+	resp, err := http.Get(base + "/livez")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	stream, err := http.Get(base + "/console/events")
+	require.NoError(t, err)
+	defer stream.Body.Close()
+	require.Equal(t, "text/event-stream", stream.Header.Get("Content-Type"))
+	p.signal(syscall.SIGTERM)
+	require.NoError(t, p.wait(20*time.Second))
 }
