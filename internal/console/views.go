@@ -116,6 +116,7 @@ type timelineEntry struct {
 	Runner   string
 	Output   string
 	Lessons  string
+	Metadata string
 	Terminal bool
 }
 
@@ -149,16 +150,18 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) error {
 		ev := rec.Event
 		e := timelineEntry{Seq: rec.Seq, Time: ev.Timestamp, Type: string(ev.EventType), Actor: string(ev.Actor), Attempt: ev.Attempt,
 			Action: ev.Action, Status: ev.Status, Error: ev.Error, Reason: ev.Reasoning, Cached: ev.Cached,
-			Duration: time.Duration(ev.DurationMS) * time.Millisecond, Worker: ev.Worker, Output: prettyJSON(ev.Output),
+			Duration: time.Duration(ev.DurationMS) * time.Millisecond, Worker: ev.Worker, Output: prettyJSON(ev.Output), Metadata: prettyJSON(ev.Metadata),
 			Terminal: ev.EventType == subjects.EventTaskCompleted || ev.EventType == subjects.EventTaskFailed || ev.EventType == subjects.EventTaskCancelled}
 		if rec.Err != nil {
 			e.Error = rec.Err.Error()
 		}
 		var md map[string]json.RawMessage
 		if json.Unmarshal(ev.Metadata, &md) == nil {
-			var runner string
+			var runner, model string
 			if json.Unmarshal(md["runner"], &runner) == nil {
 				e.Runner = runner
+			} else if json.Unmarshal(md["model"], &model) == nil {
+				e.Runner = "model " + model // an openai runner's
 			}
 		}
 		var in map[string]json.RawMessage
