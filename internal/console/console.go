@@ -167,12 +167,21 @@ func (s *Server) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 1)
 	wg.Add(4)
 	go func() {
 		defer wg.Done()
-		if err := s.mirror.watch(ctx, kv, s.hub.push); err != nil {
-			errc <- err
+		// A watch that ends (its connection's trouble) starts again and
+		// applies the bucket's current values again (a key deleted in
+		// between stays until the console restarts); every page reloads.
+		for ctx.Err() == nil {
+			if err := s.mirror.watch(ctx, kv, s.hub.push); err != nil {
+				s.log.Warn("console: state watch", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+				s.hub.dropAll()
+			}
 		}
 	}()
 	go func() { defer wg.Done(); s.followAudit(ctx, cons) }()
@@ -190,12 +199,8 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-errc:
-		return fmt.Errorf("console: watch %s: %w", s.names.StateBucket(), err)
-	}
+	<-ctx.Done()
+	return nil
 }
 
 // Ready is closed once the state bucket's current values are loaded.

@@ -121,6 +121,16 @@ func (h *hub) clientCount() int {
 	return len(h.clients)
 }
 
+// dropAll drops every client: their pages reload what they show.
+func (h *hub) dropAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		delete(h.clients, c)
+		close(c.dropped)
+	}
+}
+
 // flush sends the pending items as one message to every client. A client
 // whose buffer is full is dropped (its dropped channel closes).
 func (h *hub) flush() {

@@ -133,6 +133,7 @@ type mirror struct {
 	count int
 	seq   uint64 // changes applied so far
 	ready chan struct{}
+	once  sync.Once
 }
 
 func newMirror() *mirror { return &mirror{wfs: map[string]*Workflow{}, ready: make(chan struct{})} }
@@ -302,7 +303,7 @@ func (m *mirror) watch(ctx context.Context, kv jetstream.KeyValue, push func(any
 			if e == nil {
 				if !loaded {
 					loaded = true
-					close(m.ready)
+					m.once.Do(func() { close(m.ready) })
 				}
 				continue
 			}
