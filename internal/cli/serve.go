@@ -46,7 +46,9 @@ type serveFlags struct {
 	budgets                                            ledger.Budgets // from the config file
 	// workspace: the --workspace-* flags, merged with the file's
 	// workspace: block (setup and cleanup commands come from the file only).
-	workspace workspace.Config
+	workspace   workspace.Config
+	console     bool
+	consoleAuth consoleAuthFlags
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -78,6 +80,9 @@ variables override it. A bad file or prompt template stops serve before it start
 			if err := f.server.resolve(cmd.Flags(), &f.listen); err != nil {
 				return err
 			}
+			if err := f.checkConsole(); err != nil {
+				return err
+			}
 			defer runners.Close() // releases the openai runners' connections
 			return serve(cmd.Context(), g, f, runners)
 		},
@@ -90,6 +95,8 @@ variables override it. A bad file or prompt template stops serve before it start
 	addServerAuthFlags(fl, &f.server)
 	fl.StringVar(&f.sync, "sync", "always", `embedded server fsync: "always" (before every ack) or an interval such as 2m`)
 	fl.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", `address of /livez, /readyz and /metrics ("" to disable)`)
+	fl.BoolVar(&f.console, "console", false, "also serve the web console under /console/ on --http (see drover console --help)")
+	f.consoleAuth.add(fl, "console-")
 	fl.StringSliceVar(&f.queues, "queues", []string{"default"}, "queues to consume, comma-separated")
 	fl.IntVar(&f.concurrency, "concurrency", 16, "tasks this worker runs at once")
 	fl.DurationVar(&f.ackWait, "ack-wait", broker.DefaultAckWait, "consumer ack wait; heartbeats go at a third of it")
@@ -227,8 +234,18 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	var wg sync.WaitGroup
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopHTTP(); wg.Wait() }()
+	var httpOpts []ops.Option
+	if f.console && f.httpAddr != "" {
+		wg.Add(1)
+		opt, err := mountConsole(httpCtx, g, nc, f.httpAddr, f.consoleAuth, wg.Done)
+		if err != nil {
+			wg.Done()
+			return err
+		}
+		httpOpts = append(httpOpts, opt)
+	}
 	if f.httpAddr != "" {
-		hs, err := ops.Listen(f.httpAddr, w.CheckLive, w.CheckReady, metrics.Registry)
+		hs, err := ops.Listen(f.httpAddr, w.CheckLive, w.CheckReady, metrics.Registry, httpOpts...)
 		if err != nil {
 			return err
 		}

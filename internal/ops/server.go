@@ -60,7 +60,21 @@ type Server struct {
 // Option configures Listen.
 type Option func(*options)
 
-type options struct{ log *slog.Logger }
+type options struct {
+	log    *slog.Logger
+	mounts map[string]http.Handler
+}
+
+// WithHandler serves h under pattern (an http.ServeMux pattern such as
+// "/console/") next to the probes and /metrics.
+func WithHandler(pattern string, h http.Handler) Option {
+	return func(o *options) {
+		if o.mounts == nil {
+			o.mounts = map[string]http.Handler{}
+		}
+		o.mounts[pattern] = h
+	}
+}
 
 // WithLog sets the logger of probe failures and /metrics errors (default
 // slog.Default()).
@@ -89,6 +103,9 @@ func Listen(addr string, live, ready Probe, reg prometheus.Gatherer, opts ...Opt
 	mux.Handle("GET /metrics", promhttp.HandlerFor(quietGatherer{reg, o.log}, promhttp.HandlerOpts{
 		ErrorLog: promLog{o.log}, ErrorHandling: promhttp.HTTPErrorOnError,
 	}))
+	for pattern, h := range o.mounts {
+		mux.Handle(pattern, h)
+	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: ReadHeaderTimeout,

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -84,15 +86,19 @@ func (c *Controller) handle(ctx context.Context, m *nats.Msg) Reply {
 	}
 	var body struct {
 		Reason string `json:"reason"`
+		Actor  string `json:"actor"`
 	}
 	if len(strings.TrimSpace(string(m.Data))) > 0 {
 		if err := json.Unmarshal(m.Data, &body); err != nil {
-			return Reply{Workflow: wf, Error: fmt.Sprintf(`body must be {"reason": "..."}: %v`, err)}
+			return Reply{Workflow: wf, Error: fmt.Sprintf(`body must be {"reason": "...", "actor": "..."}: %v`, err)}
 		}
+	}
+	if err := ValidateActor(body.Actor); err != nil {
+		return Reply{Workflow: wf, Error: err.Error()}
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	r, err := c.Apply(cctx, wf, parts[4], body.Reason)
+	r, err := c.ApplyAs(cctx, wf, parts[4], body.Reason, body.Actor)
 	if err != nil {
 		return Reply{Workflow: wf, Error: err.Error()}
 	}
@@ -103,6 +109,24 @@ func (c *Controller) handle(ctx context.Context, m *nats.Msg) Reply {
 // its audit event, then the tasks (resume publishes the parked ones again,
 // cancel ends the parked ones; running ones stop at their next role).
 func (c *Controller) Apply(ctx context.Context, wf, action, reason string) (Reply, error) {
+	return c.ApplyAs(ctx, wf, action, reason, "")
+}
+
+// MaxActorBytes bounds the actor of a control request.
+const MaxActorBytes = 128
+
+// ValidateActor checks the optional actor of a control request: at most
+// MaxActorBytes of valid UTF-8 with no control character.
+func ValidateActor(a string) error {
+	if len(a) > MaxActorBytes || !utf8.ValidString(a) || strings.ContainsFunc(a, unicode.IsControl) {
+		return fmt.Errorf("actor %.40q: want at most %d bytes of printable text", a, MaxActorBytes)
+	}
+	return nil
+}
+
+// ApplyAs is Apply on behalf of actor (who asked, e.g. "console:alice"),
+// which the audit event records in its metadata; "" records none.
+func (c *Controller) ApplyAs(ctx context.Context, wf, action, reason, actor string) (Reply, error) {
 	target := map[string]string{ActionPause: subjects.StatePaused, ActionResume: subjects.StateRunning, ActionCancel: subjects.StateCancelled}[action]
 	if target == "" {
 		return Reply{}, fmt.Errorf("unknown action %q: want pause, resume or cancel", action)
@@ -129,7 +153,7 @@ func (c *Controller) Apply(ctx context.Context, wf, action, reason string) (Repl
 		if err != nil {
 			return Reply{}, fmt.Errorf("workflow %s: %w", wf, err)
 		}
-		if err := c.record(ctx, wf, target, reason, rev); err != nil {
+		if err := c.record(ctx, wf, target, reason, actor, rev); err != nil {
 			return Reply{}, err
 		}
 		if err := c.settleTasks(ctx, wf, action, reason); err != nil {

@@ -10,9 +10,10 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// record writes the action's audit event, fenced on the workflow's own
+// record writes the action's audit event (with who asked, when known, as
+// metadata "actor"), fenced on the workflow's own
 // audit subjects; its event ID makes a retried write store once.
-func (c *Controller) record(ctx context.Context, wf, target, reason string, rev uint64) error {
+func (c *Controller) record(ctx context.Context, wf, target, reason, actor string, rev uint64) error {
 	et, n := subjects.EventWorkflowPaused, rev
 	switch target {
 	case subjects.StateRunning:
@@ -25,6 +26,9 @@ func (c *Controller) record(ctx context.Context, wf, target, reason string, rev 
 		WorkflowID: wf, TaskID: subjects.Reserved, Actor: subjects.ActorSystem, Timestamp: c.now().UTC(),
 		Action: target, Reasoning: reason, Status: subjects.StatusSuccess,
 		Metadata: mustJSON(map[string]any{"revision": rev}),
+	}
+	if actor != "" {
+		ev.Metadata = mustJSON(map[string]any{"revision": rev, "actor": actor})
 	}
 	for range 8 {
 		seq, _, err := c.pub.LastSeq(ctx, c.audit, wf, subjects.Reserved)

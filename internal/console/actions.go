@@ -1,0 +1,127 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/droverhq/drover/internal/dlq"
+	"github.com/droverhq/drover/internal/workflow"
+	"github.com/droverhq/drover/subjects"
+)
+
+// maxReason bounds the reason a console user gives an action.
+const maxReason = 500
+
+// ControlBody is the body of a control request the console sends: the
+// contract's reason, and the console user as the actor, which the worker
+// records in the action's audit event.
+type ControlBody struct {
+	Reason string `json:"reason,omitempty"`
+	Actor  string `json:"actor,omitempty"`
+}
+
+// actorOf is the actor the console records for its user.
+func actorOf(user string) string { return "console:" + user }
+
+// formReason reads the reason field, bounded and valid UTF-8.
+func formReason(r *http.Request) string {
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	return strings.ToValidUTF8(reason, "")
+}
+
+// post parses a state-changing request's form, bounded, and checks its
+// CSRF token and origin.
+func (s *Server) post(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		return errStatus(http.StatusBadRequest, "bad form: %v", err)
+	}
+	if err := s.checkPost(r); err != nil {
+		return errStatus(http.StatusForbidden, "%v", err)
+	}
+	return nil
+}
+
+func (s *Server) controlAction(w http.ResponseWriter, r *http.Request) error {
+	wf, action := r.PathValue("wf"), r.PathValue("action")
+	if err := subjects.ValidateID(wf); err != nil {
+		return errStatus(http.StatusBadRequest, "workflow %q: %v", wf, err)
+	}
+	switch action {
+	case workflow.ActionPause, workflow.ActionResume, workflow.ActionCancel:
+	default:
+		return errStatus(http.StatusNotFound, "unknown action %q: want pause, resume or cancel", action)
+	}
+	if err := s.post(w, r); err != nil {
+		return err
+	}
+	reason := formReason(r)
+	if action == workflow.ActionCancel && r.PostFormValue("confirm") != "yes" {
+		return s.render(w, r, "confirm", "Cancel "+wf+"?", "workflows", map[string]any{
+			"Question": "Cancel workflow " + wf + "?",
+			"Detail":   "Its open tasks end with task_cancelled and later submissions to it are rejected. A cancelled workflow cannot be resumed.",
+			"Action":   s.base + "/workflows/" + url.PathEscape(wf) + "/cancel", "Button": "Cancel the workflow",
+			"Back": s.base + "/workflows/" + url.PathEscape(wf), "Reason": reason, "AskReason": true,
+		}, nil)
+	}
+	body, _ := json.Marshal(ControlBody{Reason: reason, Actor: actorOf(sessionOf(r.Context()).user)})
+	ctx, cancel := context.WithTimeout(r.Context(), s.ctlWait)
+	defer cancel()
+	msg, err := s.nc.RequestWithContext(ctx, s.names.CtlSubject(wf, action), body)
+	if err != nil {
+		return errStatus(http.StatusBadGateway, "%s %s: %v (is a worker running?)", action, wf, err)
+	}
+	var rep workflow.Reply
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		return errStatus(http.StatusBadGateway, "%s %s: bad reply: %v", action, wf, err)
+	}
+	if rep.Error != "" {
+		return errStatus(http.StatusConflict, "%s %s: %s", action, wf, rep.Error)
+	}
+	s.log.Info("console: workflow "+action, "workflow", wf, "user", sessionOf(r.Context()).user, "state", rep.State)
+	back := s.base + "/workflows/" + url.PathEscape(wf)
+	if r.PostFormValue("from") == "list" {
+		back = s.base + "/workflows"
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) redriveAction(w http.ResponseWriter, r *http.Request) error {
+	if err := s.post(w, r); err != nil {
+		return err
+	}
+	e, err := s.entry(r)
+	if err != nil {
+		return err
+	}
+	seq := strconv.FormatUint(e.Seq, 10)
+	if r.PostFormValue("confirm") != "yes" {
+		return s.render(w, r, "confirm", "Redrive "+seq+"?", "dlq", map[string]any{
+			"Question": "Redrive dead letter " + seq + " (" + e.Ref() + ")?",
+			"Detail":   "Its request is submitted again under a new workflow (" + dlq.BaseWorkflow(e.Workflow) + "-redrive-<n>), keeping the task ID; the entry stays in the DLQ.",
+			"Action":   s.base + "/dlq/" + seq + "/redrive", "Button": "Redrive",
+			"Back": s.base + "/dlq/" + seq,
+		}, nil)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	subs, err := dlq.Redrive(ctx, s.js, s.names, []dlq.Entry{e}, dlq.RedriveOptions{})
+	if errors.Is(err, dlq.ErrNotRedrivable) {
+		return errStatus(http.StatusConflict, "%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	user := sessionOf(r.Context()).user
+	s.log.Info("console: dlq redrive", "seq", e.Seq, "user", user, "submitted", len(subs))
+	return s.render(w, r, "redriven", "Redriven "+seq, "dlq", map[string]any{"E": dlq.ViewOf(e, false), "Subs": subs}, nil)
+}

@@ -1,0 +1,272 @@
+// Package console is Drover's web console: server-rendered HTML pages of the
+// fleet, the workflows, each workflow's board, each task's timeline and diff,
+// the audit stream and the dead letters, updated live in the browser.
+//
+// The console reads what the CLI reads (the state bucket, the audit and DLQ
+// streams, the workers' status endpoints) and keeps two watches open: a KV
+// watch of the state bucket, mirrored in memory so that a page of a
+// 10,000-task workflow renders without reading the bucket, and an ordered
+// consumer of the audit stream. Their changes fan out to the browsers as
+// Server-Sent Events, batched every 100ms; nothing polls NATS.
+//
+// Every asset is embedded; every page is an html/template, so every
+// untrusted string (scopes, agent outputs, diffs, errors) is escaped. The
+// actions (pause, resume, cancel, redrive) are POSTs with a CSRF token,
+// confirmed on a page of their own for cancel and redrive.
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/status"
+	"github.com/droverhq/drover/internal/streamread"
+	"github.com/droverhq/drover/subjects"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Config configures a console.
+type Config struct {
+	NC    *nats.Conn
+	JS    jetstream.JetStream
+	Names subjects.Names
+	// Auth checks every request; its zero value lets anyone in.
+	Auth Auth
+	// Base is the path the console is mounted under, "" for the root or
+	// e.g. "/console" on a worker's --http listener.
+	Base string
+	Log  *slog.Logger
+	// ControlTimeout bounds a control request (default 30s).
+	ControlTimeout time.Duration
+}
+
+// Server serves the console. Run feeds it; Handler serves it.
+type Server struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	names   subjects.Names
+	auth    Auth
+	base    string
+	log     *slog.Logger
+	ctlWait time.Duration
+	key     [32]byte
+	pages   map[string]*template.Template
+	mirror  *mirror
+	hub     *hub
+	fleet   *fleet
+	kvMu    sync.Mutex
+	kv      jetstream.KeyValue
+	mux     *http.ServeMux
+	stopped chan struct{}
+}
+
+// New returns a console; it serves once Run has loaded the state bucket.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Auth.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Base != "" && (!strings.HasPrefix(cfg.Base, "/") || strings.HasSuffix(cfg.Base, "/")) {
+		return nil, fmt.Errorf("console: base path %q must start and not end with /", cfg.Base)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.ControlTimeout <= 0 {
+		cfg.ControlTimeout = 30 * time.Second
+	}
+	s := &Server{nc: cfg.NC, js: cfg.JS, names: cfg.Names, auth: cfg.Auth, base: cfg.Base, log: cfg.Log,
+		ctlWait: cfg.ControlTimeout, mirror: newMirror(), hub: newHub(), fleet: newFleet(), stopped: make(chan struct{})}
+	if _, err := rand.Read(s.key[:]); err != nil {
+		return nil, err
+	}
+	pages, err := parsePages(s.funcs())
+	if err != nil {
+		return nil, err
+	}
+	s.pages = pages
+	s.routes()
+	return s, nil
+}
+
+// Handler serves the console: every route under Config.Base.
+func (s *Server) Handler() http.Handler { return s.guard(s.mux) }
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	fileServer := http.StripPrefix(s.base+"/static/", http.FileServerFS(static))
+	m.Handle("GET "+s.base+"/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=3600")
+		fileServer.ServeHTTP(w, r)
+	}))
+	m.HandleFunc("GET "+s.base+"/{$}", s.page(s.fleetPage))
+	m.HandleFunc("GET "+s.base+"/workflows", s.page(s.workflowsPage))
+	m.HandleFunc("GET "+s.base+"/workflows/{wf}", s.page(s.boardPage))
+	m.HandleFunc("POST "+s.base+"/workflows/{wf}/{action}", s.page(s.controlAction))
+	m.HandleFunc("GET "+s.base+"/tasks/{wf}/{task}", s.page(s.taskPage))
+	m.HandleFunc("GET "+s.base+"/audit", s.page(s.auditPage))
+	m.HandleFunc("GET "+s.base+"/dlq", s.page(s.dlqPage))
+	m.HandleFunc("GET "+s.base+"/dlq/{seq}", s.page(s.dlqEntryPage))
+	m.HandleFunc("POST "+s.base+"/dlq/{seq}/redrive", s.page(s.redriveAction))
+	m.HandleFunc("GET "+s.base+"/reviews", s.page(s.reviewsPage))
+	m.HandleFunc("GET "+s.base+"/events", s.events)
+	s.mux = m
+}
+
+// Run keeps the watches open and the hub flushing until ctx ends. It
+// returns an error only when a watch cannot start.
+// When Run returns, the open event streams end, so that a server's graceful
+// shutdown does not wait for them.
+func (s *Server) Run(ctx context.Context) error {
+	defer close(s.stopped)
+	var (
+		kv   jetstream.KeyValue
+		cons jetstream.Consumer
+	)
+	// A console may start before any worker provisioned the bucket and the
+	// stream: it waits for them.
+	err := retry(ctx, func() (err error) {
+		kv, err = s.js.KeyValue(ctx, s.names.StateBucket())
+		if err != nil {
+			return fmt.Errorf("console: state bucket %s: %w", s.names.StateBucket(), err)
+		}
+		cons, err = streamread.OrderedConsumer(ctx, s.js, s.names.AuditStream(), jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverNewPolicy})
+		if err != nil {
+			return fmt.Errorf("console: audit stream %s: %w", s.names.AuditStream(), err)
+		}
+		return nil
+	}, func(err error) bool {
+		return errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound)
+	}, s.log)
+	if err != nil || ctx.Err() != nil {
+		return err
+	}
+	s.kvMu.Lock()
+	s.kv = kv
+	s.kvMu.Unlock()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		// A watch that ends (its connection's trouble) starts again and
+		// applies the bucket's current values again (a key deleted in
+		// between stays until the console restarts); every page reloads.
+		for ctx.Err() == nil {
+			if err := s.mirror.watch(ctx, kv, s.hub.push); err != nil {
+				s.log.Warn("console: state watch", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+				s.hub.dropAll()
+			}
+		}
+	}()
+	go func() { defer wg.Done(); s.followAudit(ctx, cons) }()
+	go func() { defer wg.Done(); s.fleet.run(ctx, s.collectFleet, s.hub.push) }()
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(flushEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.hub.flush()
+			}
+		}
+	}()
+	<-ctx.Done()
+	return nil
+}
+
+// Ready is closed once the state bucket's current values are loaded.
+func (s *Server) Ready() <-chan struct{} { return s.mirror.ready }
+
+// maxEventText bounds the text of an audit event pushed to the browsers.
+const maxEventText = 300
+
+// followAudit pushes each new audit event to the hub and counts the
+// finished tasks for the throughput sparkline.
+func (s *Server) followAudit(ctx context.Context, cons jetstream.Consumer) {
+	defer streamread.DeleteConsumer(context.WithoutCancel(ctx), streamread.StreamOf(s.js, s.names.AuditStream()), cons)
+	it, err := cons.Messages()
+	if err != nil {
+		s.log.Warn("console: audit follow", "err", err)
+		return
+	}
+	go func() { <-ctx.Done(); it.Stop() }()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				s.log.Warn("console: audit follow", "err", err)
+			}
+			return
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			continue
+		}
+		row := rowOf(audit.Record{Seq: md.Sequence.Stream, Time: md.Timestamp, Data: msg.Data()})
+		s.hub.pushAudit(row.Seq, row.item())
+		s.fleet.event(row.Type)
+	}
+}
+
+// collectFleet takes one fleet snapshot.
+func (s *Server) collectFleet(ctx context.Context) (status.Report, error) {
+	return status.NewCollector(s.nc, s.js, s.names, status.Options{}).Collect(ctx)
+}
+
+// stateKV returns the state bucket once Run opened it.
+func (s *Server) stateKV() jetstream.KeyValue {
+	s.kvMu.Lock()
+	defer s.kvMu.Unlock()
+	return s.kv
+}
+
+// retry calls f until it succeeds, fails with an error wait does not
+// accept, or ctx ends; it waits a second between calls.
+func retry(ctx context.Context, f func() error, wait func(error) bool, log *slog.Logger) error {
+	logged := false
+	for {
+		err := f()
+		if err == nil || !wait(err) {
+			return err
+		}
+		if !logged {
+			log.Info("console: waiting for a worker to provision JetStream", "err", err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/console"
+	"github.com/droverhq/drover/internal/natstest"
+	"github.com/droverhq/drover/internal/workflow"
+	"github.com/droverhq/drover/subjects"
+)
+
+var names = subjects.MustNames(subjects.DefaultPrefix)
+
+// fixture is a console on a provisioned embedded server, with a workflow
+// controller answering control requests, served by httptest.
+type fixture struct {
+	t   *testing.T
+	js  jetstream.JetStream
+	kv  jetstream.KeyValue
+	srv *httptest.Server
+}
+
+func newFixture(t *testing.T, auth console.Auth) *fixture {
+	t.Helper()
+	_, nc, js, res := natstest.Provisioned(t)
+	ctl := workflow.NewController(nc, js, names, res.State, res.Audit, nil, natstest.Quiet())
+	stop, err := ctl.Start(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	cs, err := console.New(console.Config{NC: nc, JS: js, Names: names, Auth: auth, Log: natstest.Quiet(), ControlTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = cs.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-cs.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the console did not load the state bucket")
+	}
+	srv := httptest.NewServer(cs.Handler())
+	t.Cleanup(srv.Close)
+	return &fixture{t: t, js: js, kv: res.State, srv: srv}
+}
+
+// putTask writes a task's state as a worker would.
+func (f *fixture) putTask(wf, task, state, stage string) {
+	f.t.Helper()
+	b, _ := json.Marshal(subjects.TaskState{Workflow: wf, Task: task, State: state, Stage: stage, Worker: "w1",
+		StartedAt: time.Now(), UpdatedAt: time.Now()})
+	_, err := f.kv.Put(context.Background(), subjects.StateKey(wf, task), b)
+	require.NoError(f.t, err)
+}
+
+// browser is a client with a cookie jar that does not follow redirects.
+func (f *fixture) browser() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func (f *fixture) get(c *http.Client, path string) (*http.Response, string) {
+	f.t.Helper()
+	resp, err := c.Get(f.srv.URL + path)
+	require.NoError(f.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(f.t, err)
+	return resp, string(b)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// Every state-changing request needs the session's CSRF token and, when
+// the browser names one, this origin; with both, the action goes through
+// the control subject and its audit event names the console user.
+func TestPostNeedsCSRFToken(t *testing.T) {
+	f := newFixture(t, console.Auth{})
+	f.putTask("wf-csrf", "T1", subjects.StateRunning, "planner")
+	c := f.browser()
+	var page string
+	require.Eventually(t, func() bool {
+		_, page = f.get(c, "/workflows/wf-csrf")
+		return csrfField.MatchString(page)
+	}, 10*time.Second, 20*time.Millisecond)
+	token := csrfField.FindStringSubmatch(page)[1]
+	other := f.browser()
+	_, otherPage := f.get(other, "/workflows/wf-csrf")
+	otherToken := csrfField.FindStringSubmatch(otherPage)[1]
+	require.NotEqual(t, token, otherToken, "each session has its own token")
+
+	post := func(c *http.Client, form url.Values, origin string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/workflows/wf-csrf/pause", strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp
+	}
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+		form   url.Values
+		origin string
+	}{
+		{"no token", c, url.Values{}, ""},
+		{"empty token", c, url.Values{"csrf": {""}}, ""},
+		{"wrong token", c, url.Values{"csrf": {"x" + token[1:]}}, ""},
+		{"another session's token", c, url.Values{"csrf": {otherToken}}, ""},
+		{"token without the session cookie", &http.Client{}, url.Values{"csrf": {token}}, ""},
+		{"another origin", c, url.Values{"csrf": {token}}, "http://evil.example"},
+	} {
+		assert.Equal(t, http.StatusForbidden, post(tc.client, tc.form, tc.origin).StatusCode, tc.name)
+	}
+	st, err := workflow.GetStatus(t.Context(), f.kv, "wf-csrf")
+	require.NoError(t, err)
+	require.Equal(t, subjects.StateRunning, st.State.State, "no refused request paused the workflow")
+
+	resp := post(c, url.Values{"csrf": {token}, "reason": {"lunch"}}, f.srv.URL)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	st, err = workflow.GetStatus(t.Context(), f.kv, "wf-csrf")
+	require.NoError(t, err)
+	require.Equal(t, subjects.StatePaused, st.State.State)
+
+	var ev subjects.AuditEvent
+	require.NoError(t, audit.Replay(t.Context(), f.js, names, audit.Query{Workflow: "wf-csrf", Type: subjects.EventWorkflowPaused},
+		func(r audit.Record) error { ev = r.Event; return nil }))
+	var md map[string]any
+	require.NoError(t, json.Unmarshal(ev.Metadata, &md))
+	assert.Equal(t, "console:anonymous", md["actor"])
+	assert.Equal(t, "lunch", ev.Reasoning)
+}
+
+// Cancel asks for a confirmation first: a POST without confirm=yes only
+// renders the question.
+func TestCancelAsksFirst(t *testing.T) {
+	f := newFixture(t, console.Auth{})
+	f.putTask("wf-cancel", "T1", subjects.StateRunning, "planner")
+	c := f.browser()
+	var page string
+	require.Eventually(t, func() bool {
+		_, page = f.get(c, "/workflows/wf-cancel")
+		return csrfField.MatchString(page)
+	}, 10*time.Second, 20*time.Millisecond)
+	token := csrfField.FindStringSubmatch(page)[1]
+	resp, err := c.PostForm(f.srv.URL+"/workflows/wf-cancel/cancel", url.Values{"csrf": {token}})
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(b), `name="confirm" value="yes"`)
+	st, err := workflow.GetStatus(t.Context(), f.kv, "wf-cancel")
+	require.NoError(t, err)
+	assert.Equal(t, subjects.StateRunning, st.State.State)
+
+	resp, err = c.PostForm(f.srv.URL+"/workflows/wf-cancel/cancel", url.Values{"csrf": {token}, "confirm": {"yes"}})
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	st, err = workflow.GetStatus(t.Context(), f.kv, "wf-cancel")
+	require.NoError(t, err)
+	assert.Equal(t, subjects.StateCancelled, st.State.State)
+}
+
+// Every answer carries the security headers; the session cookie is
+// HttpOnly and SameSite=Strict.
+func TestSecurityHeaders(t *testing.T) {
+	f := newFixture(t, console.Auth{})
+	f.putTask("wf-h", "T1", subjects.StateRunning, "judge")
+	for _, path := range []string{"/", "/workflows", "/workflows/wf-h", "/tasks/wf-h/T1", "/audit", "/audit?workflow=wf-h&type=task_failed",
+		"/dlq", "/reviews", "/static/app.js", "/nope"} {
+		resp, body := f.get(f.browser(), path)
+		assert.NotContains(t, body, "ZgotmplZ", "%s: a value html/template refused", path)
+		h := resp.Header
+		assert.Contains(t, h.Get("Content-Security-Policy"), "script-src 'self'", path)
+		assert.NotContains(t, h.Get("Content-Security-Policy"), "unsafe-inline", path)
+		assert.Equal(t, "DENY", h.Get("X-Frame-Options"), path)
+		assert.Equal(t, "nosniff", h.Get("X-Content-Type-Options"), path)
+	}
+	resp, _ := f.get(f.browser(), "/")
+	require.Len(t, resp.Cookies(), 1)
+	ck := resp.Cookies()[0]
+	assert.True(t, ck.HttpOnly)
+	assert.Equal(t, http.SameSiteStrictMode, ck.SameSite)
+}
+
+func TestAuth(t *testing.T) {
+	f := newFixture(t, console.Auth{User: "ann", Password: "s3cret", Token: "tok"})
+	for _, tc := range []struct {
+		name string
+		set  func(*http.Request)
+		want int
+	}{
+		{"none", func(*http.Request) {}, http.StatusUnauthorized},
+		{"wrong password", func(r *http.Request) { r.SetBasicAuth("ann", "nope") }, http.StatusUnauthorized},
+		{"wrong user", func(r *http.Request) { r.SetBasicAuth("bob", "s3cret") }, http.StatusUnauthorized},
+		{"basic", func(r *http.Request) { r.SetBasicAuth("ann", "s3cret") }, http.StatusOK},
+		{"wrong token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer tok2") }, http.StatusUnauthorized},
+		{"bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer tok") }, http.StatusOK},
+	} {
+		for _, path := range []string{"/", "/events", "/static/app.css"} {
+			req, err := http.NewRequest(http.MethodGet, f.srv.URL+path, nil)
+			require.NoError(t, err)
+			tc.set(req)
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, resp.StatusCode, "%s %s", tc.name, path)
+			_ = resp.Body.Close()
+			cancel()
+		}
+	}
+}
+
+// Untrusted text (a workflow's reason, IDs in the URL) is escaped.
+func TestEscapesUntrustedText(t *testing.T) {
+	f := newFixture(t, console.Auth{})
+	f.putTask("wf-xss", "T1", subjects.StateFailed, subjects.StageDone)
+	b, _ := json.Marshal(subjects.WorkflowState{State: subjects.StatePaused, Reason: `<script>alert(1)</script><img src=x onerror=alert(2)>`})
+	_, err := f.kv.Put(t.Context(), subjects.StateKey("wf-xss", subjects.Reserved), b)
+	require.NoError(t, err)
+	c := f.browser()
+	var page string
+	require.Eventually(t, func() bool {
+		_, page = f.get(c, "/workflows/wf-xss")
+		return strings.Contains(page, "Reason:")
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.NotContains(t, page, "<script>alert")
+	assert.NotContains(t, page, "<img src=x")
+	assert.Contains(t, page, "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;")
+
+	_, page = f.get(c, "/audit?workflow=%3Cscript%3Ex&actor=%3Cb%3E")
+	assert.NotContains(t, page, "<script>x")
+	assert.NotContains(t, page, "<b>")
+	assert.Contains(t, page, "&lt;b&gt;")
+}
+
+// A change between a page's render and its event stream is not lost: the
+// stream starts with the changes since the page's revision.
+func TestEventsCatchUp(t *testing.T) {
+	f := newFixture(t, console.Auth{})
+	f.putTask("wf-gap", "T1", subjects.StateRunning, "planner")
+	c := f.browser()
+	rev := regexp.MustCompile(`data-rev="([0-9]+)"`)
+	var page string
+	require.Eventually(t, func() bool {
+		_, page = f.get(c, "/workflows/wf-gap")
+		return rev.MatchString(page) && strings.Contains(page, `data-task="T1"`)
+	}, 10*time.Second, 20*time.Millisecond)
+	since := rev.FindStringSubmatch(page)[1]
+	f.putTask("wf-gap", "T1", subjects.StateCompleted, subjects.StageDone) // before the stream opens
+	require.Eventually(t, func() bool {
+		_, p := f.get(c, "/workflows/wf-gap")
+		return strings.Contains(p, `data-count="done">1<`)
+	}, 10*time.Second, 20*time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+"/events?wf=wf-gap&since="+since, nil)
+	require.NoError(t, err)
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	buf := make([]byte, 0, 4096)
+	for !strings.Contains(string(buf), `"col":"done"`) {
+		chunk := make([]byte, 1024)
+		n, err := resp.Body.Read(chunk)
+		require.NoError(t, err, "stream so far: %s", buf)
+		buf = append(buf, chunk[:n]...)
+	}
+	assert.Contains(t, string(buf), `"t":"T1"`)
+}
