@@ -117,9 +117,14 @@ func report(t *testing.T, b *bundle, wf string, by ...string) *ledger.Report {
 }
 
 // fakeOpenAI answers chat completions as each role (by URL path) with a
-// fixed usage, and counts its calls.
+// fixed usage, and counts its calls (the worker's health checks of
+// <base>/models are answered and not counted).
 func fakeOpenAI(t *testing.T, calls *atomic.Int64) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/models") {
+			_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []any{}})
+			return
+		}
 		calls.Add(1)
 		content := map[string]string{
 			"/planner/chat/completions":     `{"plan":"do it","steps":["a","b"]}`,
