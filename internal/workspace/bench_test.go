@@ -137,6 +137,7 @@ func genRepo(b *testing.B, files, size int) (remote, base string) {
 	gitT(b, src, "commit", "-q", "-m", "generated")
 	remote = filepath.Join(root, "remote.git")
 	gitT(b, root, "clone", "-q", "--bare", src, remote)
+	gitT(b, remote, "repack", "-adq") // as a served repository is: packed
 	base = gitT(b, src, "rev-parse", "HEAD")
 	genCache[key] = [2]string{remote, base}
 	return remote, base

@@ -90,11 +90,17 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 			return Change{}, fmt.Errorf("workspace: update-ref: %w", err)
 		}
 	}
-	n, err := g.out(ctx, w.dir, "rev-list", "--count", w.head+".."+head)
-	if err != nil {
-		return Change{}, err
+	switch {
+	case cur == w.head && head == cur:
+	case cur == w.head:
+		ch.Commits = 1 // Drover's own commit only
+	default:
+		n, err := g.out(ctx, w.dir, "rev-list", "--count", w.head+".."+head)
+		if err != nil {
+			return Change{}, err
+		}
+		ch.Commits, _ = strconv.Atoi(n)
 	}
-	ch.Commits, _ = strconv.Atoi(n)
 	ch.Head, ch.Empty = head, tree == prevTree
 	w.head = head
 	return ch, nil

@@ -205,3 +205,29 @@ func TestSetupAndCopyIgnored(t *testing.T) {
 		assert.Contains(t, err.Error(), "no deps")
 	}
 }
+
+// TestOpenWaitsForSlotWithinContext: an Open waiting for a slot returns its
+// context's error and gives the branch back.
+func TestOpenWaitsForSlotWithinContext(t *testing.T) {
+	t.Parallel()
+	repo := newTestRepo(t)
+	m := newManager(t, repo.remote, func(c *Config) { c.MaxWorktrees = 1 })
+	a := openTask(t, m, repo.base, "A")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.Open(ctx, Spec{Workflow: "wf", Task: "B", Branch: "drover/wf/B", Base: repo.base})
+		errc <- err
+	}()
+	assert.Eventually(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		_, waiting := m.open["drover/wf/B"]
+		return waiting
+	}, 10*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	require.NoError(t, a.Release(context.Background(), false))
+	b := openTask(t, m, repo.base, "B")
+	assert.Equal(t, a.Dir(), b.Dir())
+}

@@ -183,3 +183,23 @@ func TestPushContextAndClose(t *testing.T) {
 	require.NoError(t, m.Close())
 	require.ErrorIs(t, m.Push(context.Background(), "drover/wf/T0", repo.base), ErrClosed)
 }
+
+// TestCloseFlushesQueuedPushes: a push waiting for its batch to fill is
+// pushed when the Manager closes.
+func TestCloseFlushesQueuedPushes(t *testing.T) {
+	t.Parallel()
+	repo := newTestRepo(t)
+	m := newManager(t, repo.remote, func(c *Config) { c.Push, c.PushDelay = true, time.Hour })
+	heads := commitTasks(t, m, repo.base, 1)
+	var reqs []*pushReq
+	for b, h := range heads {
+		r := &pushReq{ctx: context.Background(), branch: b, head: h, done: make(chan error, 1)}
+		require.NoError(t, m.pusher.enqueue(r)) // returns once the pusher holds it
+		reqs = append(reqs, r)
+	}
+	require.NoError(t, m.Close())
+	for _, r := range reqs {
+		require.NoError(t, <-r.done)
+		assert.Equal(t, r.head, gitT(t, repo.remote, "rev-parse", "refs/heads/"+r.branch))
+	}
+}
