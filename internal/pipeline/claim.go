@@ -25,6 +25,7 @@ type taskRun struct {
 	puts        []pendingPut    // cache writes in flight
 	flushing    chan error      // the outbox published behind the last write, if any
 	flushErr    error           // how it went, once known and not yet joined
+	runnerEnded time.Time       // when this delivery's last runner returned (zero: none yet)
 }
 
 // claim finds where the task stands and makes this delivery its owner. It

@@ -191,8 +191,10 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		return rr, fmt.Errorf("%s: not started: the last commit's events found the task taken over: %w", req.Role, ErrClaimLost)
 	}
 	start := time.Now()
+	p.observeStart(t, req, start)
 	res, err := p.runners[i].Run(ctx, req)
 	rr.dur = time.Since(start)
+	t.runnerEnded = start.Add(rr.dur)
 	if err == nil && !json.Valid(res.Output) {
 		err = fmt.Errorf("%s: output is not valid JSON (%d bytes)", req.Role, len(res.Output))
 	}
