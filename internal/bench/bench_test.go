@@ -41,8 +41,14 @@ func TestRun(t *testing.T) {
 	require.InDelta(t, 3, rep.Floor.WritesPerTask, 1e-9, "floor: request, KV put, audit publish")
 	require.Equal(t, n, rep.Ops.Completed)
 	require.InDelta(t, rep.Writes.PerTask, rep.Ops.WritesPerTask, 1e-9, "contract-ops stores what Drover stores")
+	require.Equal(t, n, rep.OpsOverlapped.Completed)
+	require.InDelta(t, rep.Writes.PerTask, rep.OpsOverlapped.WritesPerTask, 1e-9, "overlapped contract-ops stores what Drover stores")
+	require.Equal(t, n, rep.FloorOverlapped.Completed)
+	require.InDelta(t, 3, rep.FloorOverlapped.WritesPerTask, 1e-9, "overlapped floor: request, KV put, audit publish")
+	require.Nil(t, rep.Latency, "no latency phase unless asked for")
+	require.Nil(t, rep.Cached, "no cached phase unless asked for")
 
-	for _, ph := range []Phase{rep.Drover, rep.Floor, rep.Ops} {
+	for _, ph := range []Phase{rep.Drover, rep.Floor, rep.Ops, rep.FloorOverlapped, rep.OpsOverlapped} {
 		require.Positive(t, ph.TasksPerSec)
 		require.Positive(t, ph.P50)
 		require.GreaterOrEqual(t, ph.P99, ph.P50)
@@ -51,18 +57,26 @@ func TestRun(t *testing.T) {
 	require.Positive(t, rep.RatioPct)
 	require.Positive(t, rep.OpsRatioPct)
 	require.InDelta(t, rep.RatioPct/rep.OpsRatioPct*100, rep.DroverOfOpsPct, 1e-6)
+	require.InDelta(t, 100*rep.Drover.TasksPerSec/rep.FloorOverlapped.TasksPerSec, rep.RatioOverlappedPct, 1e-6)
+	require.InDelta(t, 100*rep.Drover.TasksPerSec/rep.OpsOverlapped.TasksPerSec, rep.DroverOfOpsOverlappedPct, 1e-6)
 	require.NotZero(t, prof.Len(), "cpu profile written")
 
 	var text bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))
-	require.Contains(t, text.String(), "of the floor")
+	for _, label := range []string{"of the floor", "floor (sequential)", "floor (overlapped)",
+		"contract-ops (sequential)", "contract-ops (overlapped)", "per operation", "audit publish (fenced)"} {
+		require.Contains(t, text.String(), label)
+	}
 	require.Contains(t, text.String(), "DROVER_BENCH_AUDIT")
 	var js bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&js))
 	var back map[string]any
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
 	require.Contains(t, back, "ratio_pct")
-	require.Contains(t, back, "contract_ops")
+	for _, key := range []string{"contract_ops", "contract_ops_overlapped", "floor", "floor_overlapped",
+		"ratio_overlapped_pct", "drover_of_contract_ops_overlapped_pct"} {
+		require.Contains(t, back, key)
+	}
 
 	_, err = os.Stat(dir)
 	require.True(t, os.IsNotExist(err), "the store is removed after the run")

@@ -21,30 +21,38 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// runDrover runs the Drover phase: a worker with the sim runner, N cold
-// tasks submitted as fast as the server acknowledges them, and each task
-// timed to its terminal event.
-func runDrover(ctx context.Context, cfg Config, url string) (Phase, Writes, error) {
+// own is the Drover side of a phase: the bench's own streams and buckets,
+// provisioned on the server, and the connections a worker and a producer
+// use.
+type own struct {
+	ncW      *nats.Conn          // the worker's connection
+	js       jetstream.JetStream // the producer's
+	settings broker.Settings
+}
+
+// withOwn provisions the bench's own streams and buckets, runs fn, and
+// then deletes them (with Keep, only the bench's consumer goes).
+func withOwn(ctx context.Context, cfg Config, url string, fn func(o own) error) error {
 	ncW, err := connect(url, "worker", cfg.Options)
 	if err != nil {
-		return Phase{}, Writes{}, err
+		return err
 	}
 	defer ncW.Close()
 	ncP, err := connect(url, "producer", cfg.Options)
 	if err != nil {
-		return Phase{}, Writes{}, err
+		return err
 	}
 	defer ncP.Close()
 	js, err := jetstream.New(ncP)
 	if err != nil {
-		return Phase{}, Writes{}, fmt.Errorf("bench: jetstream: %w", err)
+		return fmt.Errorf("bench: jetstream: %w", err)
 	}
 	if err := checkPrefix(ctx, js, cfg.Names); err != nil {
-		return Phase{}, Writes{}, err
+		return err
 	}
 	settings, err := currentSettings(ctx, js, cfg.Names)
 	if err != nil {
-		return Phase{}, Writes{}, err
+		return err
 	}
 	defer func() { // the streams and buckets are the bench's own: leave no trace of them
 		ctx := context.WithoutCancel(ctx)
@@ -56,30 +64,41 @@ func runDrover(ctx context.Context, cfg Config, url string) (Phase, Writes, erro
 	}()
 	// Provision before counting, so creating the streams is not counted.
 	if _, err := broker.Provision(ctx, js, settings, cfg.Log); err != nil {
-		return Phase{}, Writes{}, fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
-	streams := writeStreams(cfg.Names)
-	before, err := lastSeqs(ctx, js, streams)
-	if err != nil {
-		return Phase{}, Writes{}, err
-	}
-	tr := newTerminals(fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano()), cfg.Tasks)
-	stop, err := startWorker(ctx, cfg, ncW, settings, tr.record)
-	if err != nil {
-		return Phase{}, Writes{}, err
-	}
-	ph, runErr := measureDrover(ctx, cfg, js, tr)
-	if err := stop(); err != nil && runErr == nil {
-		runErr = err
-	}
-	if runErr != nil {
-		return Phase{}, Writes{}, runErr
-	}
-	after, err := lastSeqs(ctx, js, streams)
-	if err != nil {
-		return Phase{}, Writes{}, err
-	}
-	return ph, countWrites(streams, before, after, cfg.Tasks), nil
+	return fn(own{ncW: ncW, js: js, settings: settings})
+}
+
+// runDrover runs the Drover phase: a worker with the sim runner, N cold
+// tasks submitted as fast as the server acknowledges them, and each task
+// timed to its terminal event.
+func runDrover(ctx context.Context, cfg Config, url string) (ph Phase, w Writes, err error) {
+	err = withOwn(ctx, cfg, url, func(o own) error {
+		streams := writeStreams(cfg.Names)
+		before, err := lastSeqs(ctx, o.js, streams)
+		if err != nil {
+			return err
+		}
+		tr := newTerminals(fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano()), cfg.Tasks)
+		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, nil, pipeline.Config{OnTerminal: tr.record})
+		if err != nil {
+			return err
+		}
+		ph, err = measureDrover(ctx, cfg, o.js, tr)
+		if serr := stop(); serr != nil && err == nil {
+			err = serr
+		}
+		if err != nil {
+			return err
+		}
+		after, err := lastSeqs(ctx, o.js, streams)
+		if err != nil {
+			return err
+		}
+		w = countWrites(streams, before, after, cfg.Tasks)
+		return nil
+	})
+	return ph, w, err
 }
 
 // currentSettings keeps an existing deployment's duplicate window, cache
@@ -108,9 +127,11 @@ func currentSettings(ctx context.Context, js jetstream.JetStream, names subjects
 	return s, nil
 }
 
-// startWorker runs a worker on nc until the returned stop is called, which
-// drains it and returns its error. It returns once the worker is fetching.
-func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings, onTerminal func(wf, task string, et subjects.EventType)) (stop func() error, err error) {
+// startWorker runs a worker on nc, with the pipeline's hooks of pc and
+// metrics m (nil: none), until the returned stop is called, which drains
+// it and returns its error. It returns once the worker is fetching.
+func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings, m pipeline.Metrics, pc pipeline.Config) (stop func() error, err error) {
+	pc.Worker = "drover-bench"
 	w, err := worker.New(nc, worker.Config{
 		Names:       cfg.Names,
 		Queues:      []string{Queue},
@@ -118,7 +139,8 @@ func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker
 		Consumer:    broker.ConsumerSettings{MaxAckPending: max(broker.DefaultMaxAckPending, cfg.Concurrency)},
 		Streams:     settings,
 		Runners:     runner.SimSet(runner.NewSim(runner.SimOptions{})),
-		Pipeline:    pipeline.Config{Worker: "drover-bench", OnTerminal: onTerminal},
+		Pipeline:    pc,
+		Metrics:     m,
 		Log:         cfg.Log,
 	})
 	if err != nil {
@@ -206,7 +228,7 @@ func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *
 	n := cfg.Tasks
 	submit := make([]time.Time, n)
 	cpu := processCPU()
-	err = submitTasks(ctx, cfg, js, tr.wf, submit)
+	err = submitTasks(ctx, cfg, js, tr.wf, submit, coldScope(tr.wf))
 	if err == nil {
 		select {
 		case <-tr.all:
@@ -243,19 +265,24 @@ func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *
 	return ph, nil
 }
 
-// submitTasks publishes n cold one-round tasks of workflow wf with async
-// publishes of producer.Msg, recording each one's submit time, and checks
-// every PubAck.
-func submitTasks(ctx context.Context, cfg Config, js jetstream.JetStream, wf string, submit []time.Time) error {
+// coldScope gives every task of workflow wf a scope of its own, so no
+// cache entry can hit.
+func coldScope(wf string) func(i int) string {
+	return func(i int) string { return fmt.Sprintf("bench %s task %d", wf, i) }
+}
+
+// benchRequest is bench task i of workflow wf.
+func benchRequest(wf string, i int, scope func(int) string) subjects.TaskRequest {
+	return subjects.TaskRequest{ID: "t" + strconv.Itoa(i), Workflow: wf, Scope: scope(i), Verification: "the sim approves"}
+}
+
+// submitTasks publishes n one-round tasks of workflow wf with the scopes
+// of scope, with async publishes of producer.Msg, recording each one's
+// submit time, and checks every PubAck.
+func submitTasks(ctx context.Context, cfg Config, js jetstream.JetStream, wf string, submit []time.Time, scope func(int) string) error {
 	futures := make([]jetstream.PubAckFuture, len(submit))
 	for i := range submit {
-		req := subjects.TaskRequest{
-			ID:           "t" + strconv.Itoa(i),
-			Workflow:     wf,
-			Scope:        fmt.Sprintf("bench %s task %d", wf, i), // unique: cold cache
-			Verification: "the sim approves",
-		}
-		msg, err := producer.Msg(cfg.Names, Queue, req)
+		msg, err := producer.Msg(cfg.Names, Queue, benchRequest(wf, i, scope))
 		if err != nil {
 			return fmt.Errorf("bench: task %d: %w", i, err)
 		}

@@ -42,97 +42,187 @@ func padded(n int, key, value string) []byte {
 	return []byte(head + strings.Repeat("x", n-len(head)-2) + `"}`)
 }
 
-// runOps runs the contract-ops phase: per task, the JetStream operations a
+// runOps runs a contract-ops phase: per task, the JetStream operations a
 // Drover worker performs for a cold one-round task under the wire contract,
-// in its order and overlap, with messages of the sizes Drover stores and
-// the contract's headers, and none of Drover's own work (no decoding,
-// encoding, hashing or runner). Its throughput is the most any
-// implementation of the contract could reach on this server with this
-// pool; Drover's share of it is what Drover's own code costs.
+// with messages of the sizes Drover stores and the contract's headers, and
+// none of Drover's own work (no decoding, encoding, hashing or runner). Its
+// throughput is the most an implementation of the contract making those
+// operations in that order reaches on this server with this pool; Drover's
+// share of it is what Drover's own code costs.
 //
-// Per task: a state read (none yet), then per role a cache lookup (a miss)
-// and an asynchronous cache put; the first state write (planner done) with
-// two fenced audit events published while the next roles run; the last
-// state write (round done) and three fenced audit events.
-func runOps(ctx context.Context, cfg Config, url string) (Phase, error) {
+// Sequential, it is Drover's order and overlap today (opsTask.sequential);
+// overlapped, it overlaps whatever the contract lets a worker overlap
+// (opsTask.overlapped).
+func runOps(ctx context.Context, cfg Config, url string, overlap bool) (Phase, error) {
 	v := newOpsValues()
-	return newRaw(cfg, "contract-ops", "ops", 2, func(ctx context.Context, r *raw, i int) error {
-		return opsWork(ctx, r, i, v)
+	name, tag := "contract-ops (sequential)", "ops"
+	if overlap {
+		name, tag = "contract-ops (overlapped)", "opsx"
+	}
+	return newRaw(cfg, name, tag, 2, func(ctx context.Context, r *raw, i int) error {
+		t := &opsTask{ctx: ctx, r: r, i: i, v: v, task: "t" + strconv.Itoa(i)}
+		t.key = "bench." + t.task
+		if overlap {
+			return t.overlapped()
+		}
+		return t.sequential()
 	}).run(ctx, url)
 }
 
-func opsWork(ctx context.Context, r *raw, i int, v opsValues) error {
-	state, cache := r.kv[0], r.kv[1]
-	task := "t" + strconv.Itoa(i)
-	key := "bench." + task
-	if _, err := state.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("state get %s: want no state, got %v", key, err)
-	}
-	lookup := func(role string) (jetstream.PubAckFuture, error) {
-		k := fmt.Sprintf("%s.%064d", role, i)
-		if _, err := cache.Get(ctx, k); !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, fmt.Errorf("cache get %s: want a miss, got %v", k, err)
-		}
-		return r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + cache.Bucket() + "." + k, Data: v.entry})
-	}
-	settle := func(fs ...jetstream.PubAckFuture) error {
-		for _, f := range fs {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return fmt.Errorf("cache put: %w", err)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	}
-	var seq uint64
-	publish := func(actor, eventType string) error {
-		id := "bench/" + task + "/1/" + actor + "/" + eventType
-		h := nats.Header{
-			subjects.HeaderMsgID:         {id},
-			subjects.HeaderContract:      {subjects.ContractVersion},
-			subjects.HeaderCESpecVersion: {"1.0"},
-			subjects.HeaderCEID:          {id},
-			subjects.HeaderCESource:      {"drover/" + r.cfg.Names.Prefix()},
-			subjects.HeaderCEType:        {"dev.drover." + eventType},
-			subjects.HeaderCETime:        {time.Now().UTC().Format(time.RFC3339Nano)},
-			subjects.HeaderCESubject:     {"bench/" + task},
-			subjects.HeaderCEContentType: {"application/json"},
-		}
-		msg := &nats.Msg{Subject: r.auditTo + "bench." + task + "." + actor + "." + eventType, Header: h, Data: v.event}
-		ack, err := r.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequenceForSubject(seq, r.auditTo+"bench."+task+".>"))
-		if err != nil {
-			return fmt.Errorf("audit publish %s: %w", id, err)
-		}
-		seq = ack.Sequence
-		return nil
-	}
+// opsTask is one task of a contract-ops phase.
+type opsTask struct {
+	ctx       context.Context
+	r         *raw
+	i         int
+	v         opsValues
+	task, key string
+	seq       uint64 // the task's last audit sequence: the next event's fence
+}
 
-	planned, err := lookup("planner")
+// put is a cache put in flight.
+type put struct {
+	f     jetstream.PubAckFuture
+	start time.Time
+}
+
+// stateGet reads the task's state, which a cold task does not have yet.
+func (t *opsTask) stateGet() error {
+	start := time.Now()
+	if _, err := t.r.kv[0].Get(t.ctx, t.key); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("state get %s: want no state, got %v", t.key, err)
+	}
+	t.r.ops.since("state get (claim read)", start)
+	return nil
+}
+
+// lookup is a role's cache lookup (a miss), then, the role having run, the
+// asynchronous put of its result.
+func (t *opsTask) lookup(role string) (put, error) {
+	cache := t.r.kv[1]
+	k := fmt.Sprintf("%s.%064d", role, t.i)
+	start := time.Now()
+	if _, err := cache.Get(t.ctx, k); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return put{}, fmt.Errorf("cache get %s: want a miss, got %v", k, err)
+	}
+	t.r.ops.since("cache get (miss)", start)
+	p := put{start: time.Now()}
+	var err error
+	p.f, err = t.r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + cache.Bucket() + "." + k, Data: t.v.entry})
+	return p, err
+}
+
+// settle waits for cache puts: their results are in the cache before an
+// event says their roles are done.
+func (t *opsTask) settle(ps ...put) error {
+	for _, p := range ps {
+		if err := settle(t.ctx, p.f); err != nil {
+			return fmt.Errorf("cache put: %w", err)
+		}
+		t.r.ops.overlapped("cache put (async)", p.start)
+	}
+	return nil
+}
+
+// create is the first state write: it fails if the key exists.
+func (t *opsTask) create() (uint64, error) {
+	start := time.Now()
+	rev, err := t.r.kv[0].Create(t.ctx, t.key, t.v.first)
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("state create %s: %w", t.key, err)
 	}
-	rev, err := state.Create(ctx, key, v.first)
+	t.r.ops.since("state create (CAS)", start)
+	return rev, nil
+}
+
+// update is the last state write, a CAS on the first's revision.
+func (t *opsTask) update(rev uint64) error {
+	start := time.Now()
+	if _, err := t.r.kv[0].Update(t.ctx, t.key, t.v.final, rev); err != nil {
+		return fmt.Errorf("state update %s: %w", t.key, err)
+	}
+	t.r.ops.since("state update (CAS)", start)
+	return nil
+}
+
+// publish publishes one audit event fenced on the task's last audit
+// sequence, as the contract requires, and moves the fence on.
+func (t *opsTask) publish(actor, eventType string) error {
+	id := "bench/" + t.task + "/1/" + actor + "/" + eventType
+	h := nats.Header{
+		subjects.HeaderMsgID:         {id},
+		subjects.HeaderContract:      {subjects.ContractVersion},
+		subjects.HeaderCESpecVersion: {"1.0"},
+		subjects.HeaderCEID:          {id},
+		subjects.HeaderCESource:      {"drover/" + t.r.cfg.Names.Prefix()},
+		subjects.HeaderCEType:        {"dev.drover." + eventType},
+		subjects.HeaderCETime:        {time.Now().UTC().Format(time.RFC3339Nano)},
+		subjects.HeaderCESubject:     {"bench/" + t.task},
+		subjects.HeaderCEContentType: {"application/json"},
+	}
+	msg := &nats.Msg{Subject: t.r.auditTo + t.key + "." + actor + "." + eventType, Header: h, Data: t.v.event}
+	start := time.Now()
+	ack, err := t.r.js.PublishMsg(t.ctx, msg, jetstream.WithExpectLastSequenceForSubject(t.seq, t.r.auditTo+t.key+".>"))
 	if err != nil {
-		return fmt.Errorf("state create %s: %w", key, err)
+		return fmt.Errorf("audit publish %s: %w", id, err)
 	}
-	if err := settle(planned); err != nil {
-		return err
-	}
+	t.r.ops.since("audit publish (fenced)", start)
+	t.seq = ack.Sequence
+	return nil
+}
+
+// flushFirst publishes the first commit's events (task accepted, planner
+// decision) in the background, while the next roles run.
+func (t *opsTask) flushFirst() <-chan error {
 	flushed := make(chan error, 1)
 	go func() {
-		err := publish("system", string(subjects.EventTaskAccepted))
+		err := t.publish("system", string(subjects.EventTaskAccepted))
 		if err == nil {
-			err = publish("planner", string(subjects.EventPlannerDecision))
+			err = t.publish("planner", string(subjects.EventPlannerDecision))
 		}
 		flushed <- err
 	}()
-	changed, err := lookup("implementer")
-	var judged jetstream.PubAckFuture
+	return flushed
+}
+
+// flushLast publishes the last commit's events; the terminal one is last.
+func (t *opsTask) flushLast() error {
+	for _, ev := range []struct{ actor, eventType string }{
+		{"implementer", string(subjects.EventImplementerChange)},
+		{"judge", string(subjects.EventJudgeVerdict)},
+		{"system", string(subjects.EventTaskCompleted)},
+	} {
+		if err := t.publish(ev.actor, ev.eventType); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sequential is Drover's order and overlap today: a state read (none
+// yet); per role a cache lookup (a miss) and an asynchronous cache put; the
+// first state write (planner done) with two fenced audit events published
+// while the next roles run; once they are stored, the last state write
+// (round done); then three fenced audit events, one after another.
+func (t *opsTask) sequential() error {
+	if err := t.stateGet(); err != nil {
+		return err
+	}
+	planned, err := t.lookup("planner")
+	if err != nil {
+		return err
+	}
+	rev, err := t.create()
+	if err != nil {
+		return err
+	}
+	if err := t.settle(planned); err != nil {
+		return err
+	}
+	flushed := t.flushFirst()
+	changed, err := t.lookup("implementer")
+	var judged put
 	if err == nil {
-		judged, err = lookup("judge")
+		judged, err = t.lookup("judge")
 	}
 	if ferr := <-flushed; err == nil {
 		err = ferr
@@ -140,20 +230,64 @@ func opsWork(ctx context.Context, r *raw, i int, v opsValues) error {
 	if err != nil {
 		return err
 	}
-	if _, err := state.Update(ctx, key, v.final, rev); err != nil {
-		return fmt.Errorf("state update %s: %w", key, err)
-	}
-	if err := settle(changed, judged); err != nil {
+	if err := t.update(rev); err != nil {
 		return err
 	}
-	for _, ev := range []struct{ actor, eventType string }{
-		{"implementer", string(subjects.EventImplementerChange)},
-		{"judge", string(subjects.EventJudgeVerdict)},
-		{"system", string(subjects.EventTaskCompleted)},
-	} {
-		if err := publish(ev.actor, ev.eventType); err != nil {
-			return err
-		}
+	if err := t.settle(changed, judged); err != nil {
+		return err
 	}
-	return nil
+	return t.flushLast()
+}
+
+// overlapped makes the same operations, overlapping what the contract
+// lets a worker overlap, and waits only where it needs an answer:
+//   - the claim read runs together with the planner's cache lookup (a
+//     duplicate is still refused before the planner's runner starts);
+//   - the last state write is sent while the first commit's events are in
+//     flight (its outbox would carry them until they are stored), instead
+//     of after them; the last events still wait for it, and the state
+//     writes stay a chain of CAS on revisions;
+//   - cache puts stay asynchronous, settled before the events that say
+//     their roles are done.
+//
+// What it cannot overlap: each audit event is fenced on the sequence of
+// the task's previous one, so a commit's events are published one after
+// another (one round trip each), and the terminal event is stored before
+// the ack.
+func (t *opsTask) overlapped() error {
+	claimed := make(chan error, 1)
+	go func() { claimed <- t.stateGet() }()
+	planned, err := t.lookup("planner")
+	if cerr := <-claimed; err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	rev, err := t.create()
+	if err != nil {
+		return err
+	}
+	if err := t.settle(planned); err != nil {
+		return err
+	}
+	flushed := t.flushFirst()
+	changed, err := t.lookup("implementer")
+	var judged put
+	if err == nil {
+		judged, err = t.lookup("judge")
+	}
+	if err == nil {
+		err = t.update(rev)
+	}
+	if ferr := <-flushed; err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	if err := t.settle(changed, judged); err != nil {
+		return err
+	}
+	return t.flushLast()
 }

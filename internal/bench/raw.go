@@ -22,6 +22,11 @@ import (
 // FetchWait does.
 const rawFetchWait = 5 * time.Second
 
+// rawAsyncWindow bounds a raw phase's asynchronous publishes in flight, as
+// a careful worker bounds its own: well above what a pool of tasks with a
+// few publishes each has in flight, so the window never stalls a task.
+const rawAsyncWindow = 1024
+
 // rawWork is a raw phase's per-task work between receiving message i and
 // acking it.
 type rawWork func(ctx context.Context, r *raw, i int) error
@@ -39,6 +44,7 @@ type raw struct {
 	buckets           []string // bucket names
 	taskSubj, auditTo string   // the task subject; the audit subject prefix
 	kv                []jetstream.KeyValue
+	ops               *opTimes // per-operation latencies
 	work              rawWork
 	end               []time.Time
 	handled           []atomic.Bool // a redelivered message counts once
@@ -55,6 +61,7 @@ func newRaw(cfg Config, name, tag string, buckets int, work rawWork) *raw {
 		tasks: up + "_BENCH_" + strings.ToUpper(tag), audit: up + "_BENCH_" + strings.ToUpper(tag) + "_AUDIT",
 		taskSubj: p + ".bench_" + tag + ".tasks", auditTo: p + ".bench_" + tag + ".audit.",
 		end: make([]time.Time, cfg.Tasks), handled: make([]atomic.Bool, cfg.Tasks), allDone: make(chan struct{}),
+		ops: newOpTimes(),
 	}
 	for i := range buckets {
 		r.buckets = append(r.buckets, fmt.Sprintf("%s_bench_%s_%d", p, tag, i))
@@ -75,7 +82,7 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 		return Phase{}, err
 	}
 	defer ncP.Close()
-	if r.js, err = jetstream.New(ncW); err != nil {
+	if r.js, err = jetstream.New(ncW, jetstream.WithPublishAsyncMaxPending(rawAsyncWindow)); err != nil {
 		return Phase{}, fmt.Errorf("bench: jetstream: %w", err)
 	}
 	jsP, err := jetstream.New(ncP)
@@ -117,6 +124,7 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 	}
 	ph := newPhase(submit, r.end)
 	ph.setCPU(cpu, r.cfg.Tasks)
+	ph.Ops = r.ops.stats(r.cfg.Tasks)
 	ph.WritesPerTask, err = r.writesPerTask(ctx)
 	return ph, err
 }
@@ -231,7 +239,10 @@ func (r *raw) handle(ctx context.Context, msg jetstream.Msg) {
 		r.fail(fmt.Errorf("bench: %s: %w", r.name, err))
 		return
 	}
-	if err := msg.Ack(); err != nil {
+	start := time.Now()
+	err = msg.Ack()
+	r.ops.since("ack", start)
+	if err != nil {
 		r.fail(fmt.Errorf("bench: %s ack: %w", r.name, err))
 		return
 	}

@@ -19,6 +19,7 @@ func init() { register(newBenchCmd) }
 func newBenchCmd(g *globals) *cobra.Command {
 	var (
 		tasks, concurrency int
+		latency, cached    int
 		syncFlag, profile  string
 		asJSON, keep       bool
 		timeout            time.Duration
@@ -31,13 +32,28 @@ worker and reports tasks/s and submit-to-terminal p50/p99 latency. In the same
 run, on the same server, it measures the raw JetStream floor of the same
 per-task path (consume, one KV get and put, one audit publish, ack, with the
 same pool size) and prints Drover's throughput as a share of it, with the
-stored writes per task, per stream. A third phase, contract-ops, performs
+stored writes per task, per stream. Another phase, contract-ops, performs
 the JetStream operations Drover performs for each task (the state read, a
 cache lookup and put per role, two state writes, five fenced audit events
-with the contract's headers, the ack), in the same order and with the same
-sizes, but none of Drover's own work: the most any implementation of the
-wire contract can do on that server, and so how much of the gap to the
-floor is Drover's code and how much the contract's operations.
+with the contract's headers, the ack), with the same sizes, but none of
+Drover's own work: how much of the gap to the floor is Drover's code and
+how much the contract's operations.
+
+The floor and contract-ops each run twice: "sequential" makes their
+operations one after another (the floor) or in Drover's order today
+(contract-ops); "overlapped" overlaps what a careful hand-written worker
+would (asynchronous publishes and KV writes in flight together, waiting
+only where correctness needs the answer: the task is acked only once its
+audit event is stored, a CAS state write completes before the one that
+depends on its revision). The overlapped floor is the honest one. Each raw
+phase prints a per-operation latency breakdown.
+
+The latency phase (--latency-tasks) submits cold tasks one at a time to an
+idle worker and reports the time from one role's runner returning to the
+next one's starting, and from submit to the planner's runner starting
+(p50/p99). The cached phase (--cached-tasks) runs unchanged tasks twice,
+fed and followed through the wire contract, and reports the second, fully
+cached run's wall time and stored writes per task.
 
 Without --nats-url it embeds a server in a temporary directory with the
 --sync interval and removes it afterwards. Run it once with --sync always
@@ -67,13 +83,16 @@ unless --keep.`,
 			}
 			cfg := bench.Config{
 				Tasks: tasks, Concurrency: concurrency, URL: g.natsURL, Options: opts, Sync: sync,
-				Timeout: timeout, Log: g.log, Keep: keep,
+				Timeout: timeout, Log: g.log, Keep: keep, LatencyTasks: latency, CachedTasks: cached,
 			}
 			if f := cmd.Flag("prefix"); f != nil && f.Changed { // else the bench's own default
 				cfg.Names = g.names
 			}
 			if tasks <= 0 || concurrency <= 0 {
 				return fmt.Errorf("--tasks and --concurrency must be positive (got %d and %d)", tasks, concurrency)
+			}
+			if latency < 0 || cached < 0 {
+				return fmt.Errorf("--latency-tasks and --cached-tasks must not be negative (got %d and %d)", latency, cached)
 			}
 			if profile != "" {
 				f, err := os.Create(profile)
@@ -102,6 +121,8 @@ unless --keep.`,
 	f := cmd.Flags()
 	f.IntVar(&tasks, "tasks", bench.DefaultTasks, "number of tasks (and of floor messages)")
 	f.IntVar(&concurrency, "concurrency", bench.DefaultConcurrency, "pool size of the worker and of the floor")
+	f.IntVar(&latency, "latency-tasks", bench.DefaultLatencyTasks, "tasks of the latency phase, one at a time on an idle worker (0: skip it)")
+	f.IntVar(&cached, "cached-tasks", bench.DefaultCachedTasks, "unchanged tasks of the cached phase, run twice (0: skip it)")
 	f.StringVar(&syncFlag, "sync", "always", `embedded server's fsync: "always" (before every ack) or an interval such as 2m (nats-server's default)`)
 	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the drover phase to this file")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -225,6 +225,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},
 			AfterCommit: stopAfterCommits(f.stopAfter),
+			OnRoleGap:   metrics.RoleGap, OnSubmitToStart: metrics.SubmitToStart,
 		},
 	})
 	if err != nil {

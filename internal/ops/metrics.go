@@ -22,6 +22,8 @@ type Metrics struct {
 	cache        *prometheus.CounterVec
 	cachePutFail prometheus.Counter
 	auditPublish prometheus.Histogram
+	roleGap      *prometheus.HistogramVec
+	submitStart  prometheus.Histogram
 	dlq          *prometheus.CounterVec
 	inFlight     prometheus.Gauge
 	poolSize     prometheus.Gauge
@@ -61,6 +63,14 @@ func NewMetrics() *Metrics {
 			Name: "drover_audit_publish_seconds", Help: "Latency of fenced audit publishes.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
+		roleGap: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "drover_role_gap_seconds", Help: "Time from one role's runner returning to the next role's runner starting, by the role starting.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12),
+		}, []string{"role"}),
+		submitStart: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "drover_submit_to_start_seconds", Help: "Time from the server storing a request to the planner's runner starting on its first delivery.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
+		}),
 		dlq: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "drover_dlq_entries_total", Help: "DLQ entries this worker wrote, by reason.",
 		}, []string{"reason"}),
@@ -86,7 +96,7 @@ func NewMetrics() *Metrics {
 	for _, a := range settleActions {
 		m.settled.WithLabelValues(a)
 	}
-	r.MustRegister(m.tasks, m.roleDuration, m.runnerCalls, m.cache, m.cachePutFail, m.auditPublish,
+	r.MustRegister(m.tasks, m.roleDuration, m.runnerCalls, m.cache, m.cachePutFail, m.auditPublish, m.roleGap, m.submitStart,
 		m.dlq, m.inFlight, m.poolSize, m.redeliveries, m.settled, m.heartbeats, m.panics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -117,6 +127,16 @@ func (m *Metrics) CachePutFailed() { m.cachePutFail.Inc() }
 
 // AuditPublished observes one audit publish.
 func (m *Metrics) AuditPublished(d time.Duration) { m.auditPublish.Observe(d.Seconds()) }
+
+// RoleGap observes the time between one role's runner returning and role's
+// runner starting (pipeline.Config.OnRoleGap).
+func (m *Metrics) RoleGap(role subjects.Role, d time.Duration) {
+	m.roleGap.WithLabelValues(string(role)).Observe(d.Seconds())
+}
+
+// SubmitToStart observes the time from a request being stored to its
+// planner starting (pipeline.Config.OnSubmitToStart).
+func (m *Metrics) SubmitToStart(d time.Duration) { m.submitStart.Observe(d.Seconds()) }
 
 // DLQWritten counts a DLQ entry this worker stored.
 func (m *Metrics) DLQWritten(reason subjects.Reason) { m.dlq.WithLabelValues(string(reason)).Inc() }

@@ -168,6 +168,9 @@ func TestMetricsMove(t *testing.T) {
 	m.CachePutFailed()
 	m.AuditPublished(2 * time.Millisecond)
 	m.AuditPublished(3 * time.Millisecond)
+	m.RoleGap(subjects.RoleImplementer, 2*time.Millisecond)
+	m.RoleGap(subjects.RoleJudge, time.Millisecond)
+	m.SubmitToStart(15 * time.Millisecond)
 
 	got := tb.series()
 	want := map[string]float64{
@@ -183,6 +186,11 @@ func TestMetricsMove(t *testing.T) {
 		`drover_cache_put_failures_total`:                                            1,
 		`drover_audit_publish_seconds_count`:                                         2,
 		`drover_audit_publish_seconds_sum`:                                           0.005,
+		`drover_role_gap_seconds_count{role="implementer"}`:                          1,
+		`drover_role_gap_seconds_sum{role="implementer"}`:                            0.002,
+		`drover_role_gap_seconds_count{role="judge"}`:                                1,
+		`drover_submit_to_start_seconds_count`:                                       1,
+		`drover_submit_to_start_seconds_sum`:                                         0.015,
 	}
 	for name, v := range want {
 		require.Contains(t, got, name)

@@ -21,6 +21,7 @@ type taskRun struct {
 	rev         uint64             // 0: the state does not exist yet
 	lastSeq     uint64             // the task's last audit sequence, when known
 	traceparent string
+	runnerEnded time.Time       // when this delivery's last runner returned (zero: none yet)
 	plan        json.RawMessage // the planner's output, once known
 	puts        []pendingPut    // cache writes in flight
 	flushing    chan error      // the outbox published behind the last write, if any

@@ -135,6 +135,14 @@ type Config struct {
 	// wrote, once it is in the audit stream and before the message is
 	// settled; benchmarks time tasks with it. It must not block.
 	OnTerminal func(workflow, task string, terminal subjects.EventType)
+	// OnRoleGap, when set, is told, as a role's runner starts, how long
+	// ago the previous runner of the same delivery returned: the overhead
+	// between two roles (see observe.go). It must not block.
+	OnRoleGap func(role subjects.Role, gap time.Duration)
+	// OnSubmitToStart, when set, is told, as the planner's runner starts
+	// on a task's first delivery, how long ago the server stored the
+	// request. It must not block.
+	OnSubmitToStart func(d time.Duration)
 }
 
 func (c Config) withDefaults() Config {

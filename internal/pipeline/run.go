@@ -242,8 +242,10 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		return rr, err
 	}
 	start := time.Now()
+	p.observeStart(t, req, start)
 	res, err := p.runners[i].Run(ctx, req)
 	rr.dur = time.Since(start)
+	t.runnerEnded = start.Add(rr.dur)
 	if err == nil && !json.Valid(res.Output) {
 		err = fmt.Errorf("%s: output is not valid JSON (%d bytes)", req.Role, len(res.Output))
 	}

@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/natstest"
+)
+
+// phaseConfig is a small run's configuration against srv.
+func phaseConfig(t *testing.T, url string) Config {
+	t.Helper()
+	cfg, err := Config{Tasks: 20, Concurrency: 4, URL: url, Timeout: 2 * time.Minute, Log: natstest.Quiet()}.withDefaults()
+	require.NoError(t, err)
+	return cfg
+}
+
+// Both floors and both contract-ops phases end every task, store the same
+// writes whatever their overlap, and break their operations down: the
+// overlapped ones do the same operations, in flight together.
+func TestRawPhasesOverlapped(t *testing.T) {
+	srv := natstest.Server(t)
+	cfg := phaseConfig(t, srv.ClientURL())
+	ctx := context.Background()
+	ops := func(ph Phase) map[string]OpStat {
+		out := map[string]OpStat{}
+		for _, o := range ph.Ops {
+			out[o.Op] = o
+		}
+		return out
+	}
+	cases := []struct {
+		name    string
+		run     func(context.Context, Config, string, bool) (Phase, error)
+		writes  float64
+		waited  map[string]float64 // op: per task, waited for at once
+		overlap map[string]float64 // op: per task, in flight with other work
+	}{
+		{"floor", runFloor, 3,
+			map[string]float64{"kv get": 1, "kv put": 1, "ack": 1},
+			map[string]float64{"audit publish (async)": 1}},
+		{"contract-ops", runOps, 11,
+			map[string]float64{"state get (claim read)": 1, "cache get (miss)": 3, "state create (CAS)": 1,
+				"state update (CAS)": 1, "audit publish (fenced)": 5, "ack": 1},
+			map[string]float64{"cache put (async)": 3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			seq, err := tc.run(ctx, cfg, srv.ClientURL(), false)
+			require.NoError(t, err)
+			over, err := tc.run(ctx, cfg, srv.ClientURL(), true)
+			require.NoError(t, err)
+			for _, ph := range []Phase{seq, over} {
+				require.Equal(t, cfg.Tasks, ph.Completed)
+				require.InDelta(t, tc.writes, ph.WritesPerTask, 1e-9)
+			}
+			for op, n := range tc.waited {
+				require.Contains(t, ops(over), op)
+				require.InDelta(t, n, ops(over)[op].PerTask, 1e-9, op)
+				require.True(t, ops(over)[op].Waited, op)
+			}
+			for op, n := range tc.overlap {
+				require.Contains(t, ops(over), op)
+				require.InDelta(t, n, ops(over)[op].PerTask, 1e-9, op)
+				require.False(t, ops(over)[op].Waited, op)
+			}
+			require.Len(t, ops(over), len(tc.waited)+len(tc.overlap))
+			require.NotEmpty(t, seq.Ops)
+		})
+	}
+}
+
+// The latency phase observes, through the pipeline's hooks, two gaps
+// between roles and one submit-to-planner-start per cold one-round task.
+func TestRunLatency(t *testing.T) {
+	srv := natstest.Server(t)
+	cfg := phaseConfig(t, srv.ClientURL())
+	cfg.LatencyTasks = 5
+	l, err := runLatency(context.Background(), cfg, srv.ClientURL())
+	require.NoError(t, err)
+	require.Equal(t, 5, l.Tasks)
+	require.Equal(t, 10, l.RoleGap.N, "planner to implementer and implementer to judge")
+	require.Equal(t, 5, l.SubmitToStart.N)
+	require.Equal(t, 5, l.SubmitToEnd.N)
+	for _, d := range []Dist{l.RoleGap, l.SubmitToStart, l.SubmitToEnd} {
+		require.GreaterOrEqual(t, d.P99, d.P50)
+		require.GreaterOrEqual(t, d.Max, d.P99)
+	}
+	require.Positive(t, l.SubmitToEnd.P50)
+}
+
+// The cached phase's second run, fed and followed through the wire
+// contract, finds every role's result in the cache: no runner call and no
+// cache write, and every task ends.
+func TestRunCached(t *testing.T) {
+	srv := natstest.Server(t)
+	cfg := phaseConfig(t, srv.ClientURL())
+	cfg.CachedTasks = 8
+	c, err := runCached(context.Background(), cfg, srv.ClientURL())
+	require.NoError(t, err)
+	require.Equal(t, 8, c.Cold.Completed)
+	require.Equal(t, 8, c.Warm.Completed)
+	require.Zero(t, c.Warm.Failed)
+	require.EqualValues(t, 3*8, c.Hits, "every role of the second run is a cache hit")
+	require.Zero(t, c.Misses, "no runner call in the second run")
+	require.EqualValues(t, 8, c.Writes.Request)
+	for _, s := range c.Writes.Streams {
+		if s.Stream == "KV_"+cfg.Names.CacheBucket() {
+			require.Zero(t, s.Writes, "a cached run writes nothing into the cache")
+		}
+	}
+	require.Positive(t, c.Warm.Elapsed)
+
+	var text bytes.Buffer
+	rep := &Report{Cached: c}
+	require.NoError(t, rep.WriteText(&text))
+	require.Contains(t, text.String(), "cached run")
+}

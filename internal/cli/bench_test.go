@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestBenchRefusesBadCounts(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"negative latency tasks", []string{"--latency-tasks", "-1"}, "must not be negative (got -1 and"},
+		{"negative cached tasks", []string{"--cached-tasks", "-2"}, "must not be negative (got 200 and -2)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, _, errOut := runCLI(t, append([]string{"bench"}, tc.args...)...)
+			require.Equal(t, 1, code)
+			require.Contains(t, errOut, tc.want)
+		})
+	}
+}
+
+// A tiny bench run reports every phase: both floors, both contract-ops
+// phases, the latency phase and the cached phase.
+func TestBenchReportsEveryPhase(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runCLI(t, "bench", "--tasks", "10", "--concurrency", "2", "--latency-tasks", "2",
+		"--cached-tasks", "3", "--sync", "1s", "--json")
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Drover          struct{ Completed int } `json:"drover"`
+		Floor           struct{ Completed int } `json:"floor"`
+		FloorOverlapped struct{ Completed int } `json:"floor_overlapped"`
+		Ops             struct{ Completed int } `json:"contract_ops"`
+		OpsOverlapped   struct {
+			Completed int
+			Ops       []struct{ Op string } `json:"ops"`
+		} `json:"contract_ops_overlapped"`
+		Latency struct {
+			RoleGap struct{ N int } `json:"role_gap"`
+		} `json:"latency"`
+		Cached struct {
+			Hits int `json:"hits"`
+		} `json:"cached"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	for name, n := range map[string]int{"drover": rep.Drover.Completed, "floor": rep.Floor.Completed,
+		"floor overlapped": rep.FloorOverlapped.Completed, "contract-ops": rep.Ops.Completed,
+		"contract-ops overlapped": rep.OpsOverlapped.Completed} {
+		require.Equal(t, 10, n, name)
+	}
+	require.NotEmpty(t, rep.OpsOverlapped.Ops)
+	require.Equal(t, 4, rep.Latency.RoleGap.N)
+	require.Equal(t, 9, rep.Cached.Hits)
+}
