@@ -16,7 +16,8 @@ import (
 
 // quiet checks the invariants every fault scenario ends with: each task of
 // the workflow has exactly one terminal event, no event ID appears twice,
-// and the tasks stream is empty with nothing pending.
+// and the tasks stream is empty with nothing pending; then the full oracle
+// over the whole record (see oracle).
 func (b *bundle) quiet(workflow string, tasks int) []subjects.AuditEvent {
 	b.t.Helper()
 	evs := b.events(workflow)
@@ -55,6 +56,7 @@ func (b *bundle) quiet(workflow string, tasks int) []subjects.AuditEvent {
 		assert.Zero(c, ci.NumAckPending, "ack pending")
 		assert.Zero(c, ci.NumPending, "pending")
 	}, 30*time.Second, 50*time.Millisecond, "tasks stream not empty")
+	b.oracle()
 	return evs
 }
 
