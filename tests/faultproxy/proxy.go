@@ -9,6 +9,7 @@
 package faultproxy
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"time"
@@ -41,6 +42,7 @@ type Proxy struct {
 	holes     Direction     // blackholed directions: bytes wait, unread
 	delay     time.Duration // added before each forwarded chunk
 	dropDown  bool          // server-to-client bytes are discarded
+	trigger   []byte        // client bytes that start dropDown once seen
 	dropped   int64         // server-to-client bytes discarded
 	forwarded [2]int64      // bytes forwarded up and down
 	closed    bool
@@ -135,6 +137,15 @@ func (p *Proxy) DropReplies() {
 	p.dropDown = true
 }
 
+// DropRepliesAfter is DropReplies from the moment a chunk the client sends
+// contains marker (say, the start of a publish to one subject): that chunk
+// is forwarded, and what the server sends from then on is dropped.
+func (p *Proxy) DropRepliesAfter(marker []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trigger = append([]byte(nil), marker...)
+}
+
 // Heal ends every fault: connections are accepted again, blackholed bytes
 // flow, delays end, and connections that lost replies are cut.
 func (p *Proxy) Heal() {
@@ -145,7 +156,7 @@ func (p *Proxy) Heal() {
 			p.kill(l)
 		}
 	}
-	p.refuse, p.holes, p.delay, p.dropDown = false, 0, 0, false
+	p.refuse, p.holes, p.delay, p.dropDown, p.trigger = false, 0, 0, false, nil
 	p.cond.Broadcast()
 }
 
@@ -281,16 +292,17 @@ func (p *Proxy) forward(l *link, dir Direction, dst net.Conn, data []byte) bool 
 		p.mu.Unlock()
 		return true
 	}
-	p.mu.Unlock()
-	if _, err := dst.Write(data); err != nil {
-		return false
-	}
-	p.mu.Lock()
+	// Counted, and the trigger checked, before the write: the reply to
+	// these bytes may come back before Write returns.
 	if dir == Up {
 		p.forwarded[0] += int64(len(data))
+		if p.trigger != nil && bytes.Contains(data, p.trigger) {
+			p.dropDown, p.trigger = true, nil
+		}
 	} else {
 		p.forwarded[1] += int64(len(data))
 	}
 	p.mu.Unlock()
-	return true
+	_, err := dst.Write(data)
+	return err == nil
 }

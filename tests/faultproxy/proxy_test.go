@@ -140,3 +140,16 @@ func TestDropRepliesForwardsRequestsThenCuts(t *testing.T) {
 	require.Equal(t, "back", got)
 	require.Eventually(t, func() bool { return p.Conns() == 1 }, 5*time.Second, 5*time.Millisecond)
 }
+
+func TestDropRepliesAfterMarker(t *testing.T) {
+	t.Parallel()
+	p := start(t)
+	c := dial(t, p)
+	p.DropRepliesAfter([]byte("PUB"))
+	got, err := roundTrip(c, "ping", 5*time.Second)
+	require.NoError(t, err, "before the marker, replies flow")
+	require.Equal(t, "ping", got)
+	_, err = roundTrip(c, "PUB x", 300*time.Millisecond)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "the reply to the marked chunk is dropped")
+	require.Eventually(t, func() bool { return p.Dropped() == 5 }, 5*time.Second, 5*time.Millisecond)
+}
