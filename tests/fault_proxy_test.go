@@ -1,0 +1,126 @@
+package tests
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/cli"
+	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/subjects"
+	"github.com/droverhq/drover/tests/faultproxy"
+)
+
+// proxy starts a fault proxy in front of the bundle's server, closed at
+// test end.
+func (b *bundle) proxy() *faultproxy.Proxy {
+	b.t.Helper()
+	p, err := faultproxy.Start(strings.TrimPrefix(b.url, "nats://"))
+	require.NoError(b.t, err)
+	b.t.Cleanup(p.Close)
+	return p
+}
+
+// taskMsgs is how many requests the tasks stream holds.
+func (b *bundle) taskMsgs() uint64 {
+	b.t.Helper()
+	s, err := b.js.Stream(context.Background(), b.names.TasksStream())
+	require.NoError(b.t, err)
+	info, err := s.Info(context.Background())
+	require.NoError(b.t, err)
+	return info.State.Msgs
+}
+
+// lostPubAck makes the proxy forward the next publish to the default queue
+// and drop what the server sends back, waits until the server has stored
+// it, and heals (cutting the connection that lost its reply).
+func (b *bundle) lostPubAck(p *faultproxy.Proxy, stored func() bool) {
+	b.t.Helper()
+	require.Eventually(b.t, func() bool { return p.Dropped() > 0 && stored() }, 30*time.Second, 10*time.Millisecond,
+		"the publish was not forwarded, or its reply not dropped")
+	p.Heal()
+}
+
+// Row 6: the PubAck of a submitted request is lost on the way back. The
+// producer package sends it again with the same Nats-Msg-Id and reports the
+// server's answer (a duplicate: stored once), never a silent timeout; the
+// task runs once.
+func TestFaultLostPubAckProducerRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.proxy()
+	nc, err := nats.Connect(p.URL(), nats.ReconnectWait(100*time.Millisecond), nats.MaxReconnects(-1))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	sim := runner.NewSim(runner.SimOptions{})
+	simWorker(b, sim, 2) // straight to the server, not through the proxy
+	ctx := context.Background()
+	after, err := producer.AuditLastSeq(ctx, js, b.names)
+	require.NoError(t, err)
+
+	p.DropRepliesAfter([]byte("PUB " + b.names.TaskSubject("default") + " "))
+	type result struct {
+		sub producer.Submitted
+		err error
+	}
+	done := make(chan result, 1)
+	began := time.Now()
+	go func() {
+		sub, err := producer.Publish(ctx, js, b.names, "default", task("wf-puback", "T1"))
+		done <- result{sub, err}
+	}()
+	b.lostPubAck(p, func() bool { return b.taskMsgs() == 1 || sim.Calls(subjects.RolePlanner) > 0 })
+	r := <-done
+	require.NoError(t, r.err, "the producer reports the server's answer, not a timeout")
+	require.True(t, r.sub.Duplicate, "the retry is recognised as the stored request")
+	require.EqualValues(t, 1, r.sub.Seq, "one stream message")
+	t.Logf("lost PubAck: answered %s after the first publish", time.Since(began).Round(10*time.Millisecond))
+
+	got := b.waitTerminal("wf-puback", after, 1)
+	require.Equal(t, subjects.EventTaskCompleted, got["T1"].EventType)
+	require.EqualValues(t, 1, sim.Calls(subjects.RolePlanner), "one run")
+	b.quiet("wf-puback", 1)
+}
+
+// Row 6 through the command line: `drover submit` whose PubAck is lost
+// exits 0 and says the request was stored once.
+func TestFaultLostPubAckSubmitRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.proxy()
+	sim := runner.NewSim(runner.SimOptions{})
+	simWorker(b, sim, 2)
+	after := b.submit() // nothing: the audit sequence before the task
+
+	p.DropRepliesAfter([]byte("PUB " + b.names.TaskSubject("default") + " "))
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var stdout, stderr cliBuffer
+		code := cli.Execute(ctx, []string{"--nats-url", p.URL(), "--log-format", "text", "--log-level", "warn",
+			"submit", "--workflow", "wf-submit", "--id", "T1", "--scope", "do it"}, &stdout, &stderr)
+		done <- result{code, stdout.String(), stderr.String()}
+	}()
+	b.lostPubAck(p, func() bool { return b.taskMsgs() == 1 || sim.Calls(subjects.RolePlanner) > 0 })
+	r := <-done
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Contains(t, r.stderr, "duplicate: already submitted, stored once")
+
+	got := b.waitTerminal("wf-submit", after, 1)
+	require.Equal(t, subjects.EventTaskCompleted, got["T1"].EventType)
+	require.EqualValues(t, 1, sim.Calls(subjects.RolePlanner), "one run")
+	b.quiet("wf-submit", 1)
+}
