@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -123,4 +124,36 @@ func TestFaultLostPubAckSubmitRetries(t *testing.T) {
 	require.Equal(t, subjects.EventTaskCompleted, got["T1"].EventType)
 	require.EqualValues(t, 1, sim.Calls(subjects.RolePlanner), "one run")
 	b.quiet("wf-submit", 1)
+}
+
+// Row 7: the worker's ack is lost after the task's last event: the proxy
+// holds everything worker A sends after its task_completed. After the ack
+// wait the request goes to worker B, which finds the task completed and
+// acks it without a runner call and without a second event. A's late ack,
+// once healed, does no harm.
+func TestFaultLostAckAfterCompletion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.proxy()
+	log := filepath.Join(t.TempDir(), "calls.jsonl")
+	b.startProc("--ack-wait", "2s", "--sim-call-log", log, "--worker-id", "A", "--nats-url", p.URL())
+	p.BlackholeUpAfter([]byte(b.names.AuditSubject("wf-acklost", "T1", subjects.ActorSystem, subjects.EventTaskCompleted) + " "))
+	after := b.submit(task("wf-acklost", "T1"))
+	got := b.waitTerminal("wf-acklost", after, 1)
+	require.Equal(t, "A", got["T1"].Worker)
+	held := time.Now()
+
+	b.startProc("--ack-wait", "2s", "--sim-call-log", log, "--worker-id", "B")
+	b.drained(context.Background())
+	settled := time.Since(held)
+	require.GreaterOrEqual(t, consumerInfo(t, b).Delivered.Consumer, uint64(2), "the request was delivered again")
+	p.Heal()
+	t.Logf("lost ack: settled by the other worker %s after the task_completed (ack wait 2s)", settled.Round(10*time.Millisecond))
+	require.Less(t, settled, 2*time.Second+5*time.Second, "within the ack wait plus the pull expiry")
+
+	cs := calls(t, log)
+	for _, role := range []subjects.Role{subjects.RolePlanner, subjects.RoleImplementer, subjects.RoleJudge} {
+		require.Equal(t, 1, countCalls(cs, "T1", role), "%s runs once", role)
+	}
+	b.quiet("wf-acklost", 1)
 }

@@ -43,6 +43,7 @@ type Proxy struct {
 	delay     time.Duration // added before each forwarded chunk
 	dropDown  bool          // server-to-client bytes are discarded
 	trigger   []byte        // client bytes that start dropDown once seen
+	holeMark  []byte        // client bytes that blackhole Up once seen
 	dropped   int64         // server-to-client bytes discarded
 	forwarded [2]int64      // bytes forwarded up and down
 	closed    bool
@@ -146,6 +147,15 @@ func (p *Proxy) DropRepliesAfter(marker []byte) {
 	p.trigger = append([]byte(nil), marker...)
 }
 
+// BlackholeUpAfter is Blackhole(Up) from the moment a chunk the client
+// sends contains marker: that chunk is forwarded, what the client sends
+// after it waits (say, the ack after a task's last event).
+func (p *Proxy) BlackholeUpAfter(marker []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holeMark = append([]byte(nil), marker...)
+}
+
 // Heal ends every fault: connections are accepted again, blackholed bytes
 // flow, delays end, and connections that lost replies are cut.
 func (p *Proxy) Heal() {
@@ -156,7 +166,7 @@ func (p *Proxy) Heal() {
 			p.kill(l)
 		}
 	}
-	p.refuse, p.holes, p.delay, p.dropDown, p.trigger = false, 0, 0, false, nil
+	p.refuse, p.holes, p.delay, p.dropDown, p.trigger, p.holeMark = false, 0, 0, false, nil, nil
 	p.cond.Broadcast()
 }
 
@@ -298,6 +308,9 @@ func (p *Proxy) forward(l *link, dir Direction, dst net.Conn, data []byte) bool 
 		p.forwarded[0] += int64(len(data))
 		if p.trigger != nil && bytes.Contains(data, p.trigger) {
 			p.dropDown, p.trigger = true, nil
+		}
+		if p.holeMark != nil && bytes.Contains(data, p.holeMark) {
+			p.holes, p.holeMark = p.holes|Up, nil
 		}
 	} else {
 		p.forwarded[1] += int64(len(data))

@@ -153,3 +153,21 @@ func TestDropRepliesAfterMarker(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "the reply to the marked chunk is dropped")
 	require.Eventually(t, func() bool { return p.Dropped() == 5 }, 5*time.Second, 5*time.Millisecond)
 }
+
+func TestBlackholeUpAfterMarker(t *testing.T) {
+	t.Parallel()
+	p := start(t)
+	c := dial(t, p)
+	p.BlackholeUpAfter([]byte("last"))
+	got, err := roundTrip(c, "last", 5*time.Second)
+	require.NoError(t, err, "the marked chunk is forwarded")
+	require.Equal(t, "last", got)
+	_, err = roundTrip(c, "ack", 300*time.Millisecond)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "what follows it is held")
+	p.Heal()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 3)
+	_, err = io.ReadFull(c, buf)
+	require.NoError(t, err)
+	require.Equal(t, "ack", string(buf))
+}
