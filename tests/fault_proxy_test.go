@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,4 +157,45 @@ func TestFaultLostAckAfterCompletion(t *testing.T) {
 		require.Equal(t, 1, countCalls(cs, "T1", role), "%s runs once", role)
 	}
 	b.quiet("wf-acklost", 1)
+}
+
+// Row 12: worker A is cut off from the server (both directions, new
+// connections refused) for longer than the ack wait while it runs a task.
+// Worker B takes the task over and completes it; A's late result is fenced
+// out. After healing, A pulls again without a process restart: with B
+// gone, A runs the next task.
+func TestFaultPartitionedWorkerPullsAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.proxy()
+	log := filepath.Join(t.TempDir(), "calls.jsonl")
+	a := b.startProc("--ack-wait", "2s", "--sim-call-log", log, "--worker-id", "A", "--nats-url", p.URL())
+	after := b.submit(withSim(task("wf-part", "T1"), `{"latency_ms": {"implementer": 3000}}`))
+	waitCall(t, log, "T1", subjects.RoleImplementer)
+	wb := b.startProc("--ack-wait", "2s", "--sim-call-log", log, "--worker-id", "B")
+	p.Cut()
+	cut := time.Now()
+	got := b.waitTerminal("wf-part", after, 1)
+	takeover := time.Since(cut)
+	require.Equal(t, subjects.EventTaskCompleted, got["T1"].EventType)
+	require.Equal(t, "B", got["T1"].Worker, "the other worker took the task over")
+	require.Less(t, takeover, 2*time.Second+5*time.Second+3*time.Second, "within ack wait, pull expiry and the task's own 3s")
+	p.Heal()
+	outage := time.Since(cut)
+
+	wb.signal(syscall.SIGTERM)
+	require.NoError(t, wb.wait(60*time.Second))
+	healed := time.Now()
+	after = b.submit(task("wf-part", "T2"))
+	got = b.waitTerminal("wf-part", after, 1)
+	require.Equal(t, "A", got["T2"].Worker, "the healed worker pulls again")
+	select {
+	case <-a.done:
+		t.Fatalf("worker A exited: %v", a.exitErr)
+	default: // the same process, never restarted
+	}
+	t.Logf("partition: cut %s; taken over %s after the cut; healed worker ran the next task %s after B left",
+		outage.Round(10*time.Millisecond), takeover.Round(10*time.Millisecond), time.Since(healed).Round(10*time.Millisecond))
+	require.Equal(t, 1, countCalls(calls(t, log), "T1", subjects.RolePlanner), "the planner's result was cached")
+	b.quiet("wf-part", 2)
 }
