@@ -216,7 +216,8 @@ func (p *Pipeline) publishDLQ(ctx context.Context, d Delivery, reason subjects.R
 	if tp := traceparentOf(d); tp != "" {
 		h[subjects.HeaderTraceparent] = []string{tp}
 	}
-	msg := &nats.Msg{Subject: p.d.Names.DLQSubject(d.Queue), Header: h, Data: d.Body}
+	body := fitDLQBody(d.Body, h, p.d.JS.Conn().MaxPayload())
+	msg := &nats.Msg{Subject: p.d.Names.DLQSubject(d.Queue), Header: h, Data: body}
 	ack, err := p.d.JS.PublishMsg(ctx, msg)
 	if err != nil {
 		return fmt.Errorf("dlq: publish %s: %w", subjects.DLQMsgID(d.Queue, d.StreamSeq), err)
