@@ -115,6 +115,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.Consumer.MaxAckPending > 0 && cfg.Consumer.MaxAckPending < cfg.Concurrency {
 		return nil, fmt.Errorf("max-ack-pending %d is below concurrency %d: it must cover the pools of all workers together", cfg.Consumer.MaxAckPending, cfg.Concurrency)
 	}
+	if mp, mb := nc.MaxPayload(), int64(cfg.Pipeline.Limits.MaxBytes); mp > 0 && mb > mp-pipeline.DLQHeadroom {
+		return nil, fmt.Errorf("max body %d is over the server's max_payload %d less %d bytes for the DLQ entry's headers", mb, mp, pipeline.DLQHeadroom)
+	}
 	if cfg.Runners == (runner.Set{}) {
 		cfg.Runners = runner.SimSet(runner.NewSim(runner.SimOptions{}))
 	}
