@@ -28,7 +28,7 @@ type serveFlags struct {
 	listen, data, sync, httpAddr, workerID, simCallLog string
 	config, prompts                                    string
 	seedFile, seedWorkflow                             string
-	stopAfter                                          int
+	stopAfter, stopAfterDLQ                            int
 	queues                                             []string
 	concurrency, maxDeliver, maxAckPending, replicas   int
 	maxBody                                            int
@@ -204,6 +204,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},
 			AfterCommit: stopAfterCommits(f.stopAfter),
+			AfterDLQ:    haltAfter(f.stopAfterDLQ),
 		},
 	})
 	if err != nil {

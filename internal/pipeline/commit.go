@@ -225,6 +225,9 @@ func (p *Pipeline) publishDLQ(ctx context.Context, d Delivery, reason subjects.R
 	if !ack.Duplicate {
 		p.d.Metrics.DLQWritten(reason)
 	}
+	if p.cfg.AfterDLQ != nil {
+		p.cfg.AfterDLQ()
+	}
 	return nil
 }
 

@@ -124,6 +124,9 @@ type Config struct {
 	// AfterCommit, when set, runs after each state write and before its
 	// outbox is published: a failpoint for fault drills.
 	AfterCommit func()
+	// AfterDLQ, when set, runs after each DLQ entry is stored and before
+	// the terminal event and the settling of its message: a failpoint.
+	AfterDLQ func()
 	// OnTerminal, when set, is told of each terminal event this worker
 	// wrote, once it is in the audit stream and before the message is
 	// settled; benchmarks time tasks with it. It must not block.
