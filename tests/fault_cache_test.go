@@ -125,4 +125,3 @@ func TestFaultCacheFaults(t *testing.T) {
 	}
 	b.oracle()
 }
-
