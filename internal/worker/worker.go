@@ -91,6 +91,7 @@ type Worker struct {
 	probeMu  sync.Mutex // guards the cached JetStream check
 	probedAt time.Time
 	probeErr error
+	noQuorum bool // the last check found no quorum (guarded by probeMu)
 }
 
 // New validates cfg and returns a worker on the connection nc.
