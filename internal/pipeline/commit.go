@@ -243,5 +243,5 @@ func (p *Pipeline) errOutcome(t *taskRun, err error) Outcome {
 // log is the task's logger (taskLog or requestLog).
 func (p *Pipeline) nakOutcome(log *slog.Logger, d Delivery, err error) Outcome {
 	log.Warn("task delivery failed; retrying", "err", err)
-	return Outcome{Action: Nak, Delay: p.backoff(d.NumDelivered), Err: err}
+	return Outcome{Action: Nak, Delay: p.backoff(d.NumDelivered), Err: err, RetryInPlace: serverFault(err)}
 }

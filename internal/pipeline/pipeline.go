@@ -77,6 +77,11 @@ type Outcome struct {
 	// Reason is the DLQ reason, for Term.
 	Reason subjects.Reason
 	Err    error
+	// RetryInPlace, with Nak, says the server refused or did not answer a
+	// write (storage full, no quorum): the same delivery should be tried
+	// again after Delay while the message stays claimed, rather than spend
+	// one of the task's deliveries on a fault that is not the task's.
+	RetryInPlace bool
 }
 
 // Deps are the pipeline's collaborators.
