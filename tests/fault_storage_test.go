@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,23 @@ import (
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/subjects"
 )
+
+// gated is a runner whose calls wait until release is closed.
+type gated struct {
+	runner.Runner
+	release <-chan struct{}
+	started *atomic.Int64
+}
+
+func (g gated) Run(ctx context.Context, req runner.Request) (runner.Result, error) {
+	g.started.Add(1)
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return runner.Result{}, ctx.Err()
+	}
+	return g.Runner.Run(ctx, req)
+}
 
 // setupLimited is setup with a server whose JetStream may store at most
 // maxStore bytes on disk (max_file_store).
@@ -68,17 +86,22 @@ func TestFaultStorageFull(t *testing.T) {
 	b := setupLimited(t, "32MB")
 	logs := &cliBuffer{}
 	sim := runner.NewSim(runner.SimOptions{})
-	b.startWorker(worker.Config{Concurrency: 4, Runners: runner.SimSet(sim), Log: slog.New(slog.NewJSONHandler(logs, nil)),
+	release := make(chan struct{})
+	runners := runner.SimSet(sim)
+	var started atomic.Int64
+	runners.Implementer = gated{sim, release, &started}
+	b.startWorker(worker.Config{Concurrency: 4, Runners: runners, Log: slog.New(slog.NewJSONHandler(logs, nil)),
 		Consumer: broker.ConsumerSettings{AckWait: 2 * time.Second, MaxDeliver: 5},
 		Pipeline: pipeline.Config{RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond}})
 	var reqs []subjects.TaskRequest
 	for i := range 4 {
-		reqs = append(reqs, withSim(task("wf-full", fmt.Sprintf("T%d", i)), `{"latency_ms": {"implementer": 1500}}`))
+		reqs = append(reqs, task("wf-full", fmt.Sprintf("T%d", i)))
 	}
 	after := b.submit(reqs...)
-	require.Eventually(t, func() bool { return sim.Calls(subjects.RoleImplementer) >= 4 }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return started.Load() >= 4 }, 30*time.Second, 10*time.Millisecond)
 	ballast := b.fillStore()
 	full := time.Now()
+	close(release) // the implementers return into a full store
 	// Every task has had more writes refused than it has deliveries.
 	require.Eventually(t, func() bool { return strings.Count(logs.String(), "insufficient resources") >= 4*7 }, 60*time.Second, 20*time.Millisecond, "logs:\n%s", logs)
 	for _, ev := range b.events("wf-full") {
