@@ -78,6 +78,13 @@ type Outcome struct {
 	// Reason is the DLQ reason, for Term.
 	Reason subjects.Reason
 	Err    error
+	// RetryInPlace, with Nak, asks the consumer to run the same delivery again
+	// after Delay while it keeps the message claimed (in-progress
+	// heartbeats), instead of a nak that spends a delivery: for a fault of
+	// the server (storage full, no quorum), not of the task. The delay
+	// doubles up to the consumer's RetryMax; holding ends when the claim
+	// goes stale or the consumer stops, and then the Nak is sent.
+	RetryInPlace bool
 }
 
 // Handler runs one delivery and says what to do with the message. The

@@ -62,6 +62,12 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 		Stale:        hb.stale,
 	}
 	out, perr := guard(func() Outcome { return c.h.Handle(ctx, d) })
+	for pause := out.Delay; perr == nil && out.Action == Nak && out.RetryInPlace; pause = min(2*pause, max(c.cfg.RetryMax, out.Delay)) {
+		if !c.retryInPlace(ctx, workCtx, hb, pause) {
+			break
+		}
+		out, perr = guard(func() Outcome { return c.h.Handle(ctx, d) })
+	}
 	if perr != nil {
 		out = c.panicked(ctx, d, perr, hb.stale())
 	}
@@ -84,6 +90,21 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
 	if err != nil {
 		c.log.Warn("could not settle the message", "action", out.Action.String(), "stream_seq", md.Sequence.Stream, "err", err)
 	}
+}
+
+// retryInPlace waits pause before a delivery is run again in place, and reports
+// whether it should be: not once the consumer stops or the claim is stale.
+func (c *TaskConsumer) retryInPlace(ctx, workCtx context.Context, hb *beat, pause time.Duration) bool {
+	t := time.NewTimer(max(pause, time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	case <-workCtx.Done():
+		return false
+	}
+	return workCtx.Err() == nil && ctx.Err() == nil && !hb.stale()
 }
 
 // settle decides what is sent for a message from its handler's outcome.

@@ -103,3 +103,8 @@ func allZero(s string) bool {
 	}
 	return true
 }
+
+// HeaderBodyBytes is set on a DLQ entry whose body is only the first bytes
+// of the request (a too_large request near the server's max_payload, whose
+// copy with Drover's headers would not fit): the request's full size.
+const HeaderBodyBytes = "Drover-Body-Bytes"

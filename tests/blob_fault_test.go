@@ -125,4 +125,5 @@ func TestBlobStoreDownRetries(t *testing.T) {
 	stored, err := obj.GetBytes(ctx, ref.Blob)
 	require.NoError(t, err)
 	require.Len(t, stored, ref.Bytes)
+	b.oracle()
 }

@@ -89,10 +89,10 @@ func (c *natsCluster) restart(name string) {
 
 // startClusterWorker starts a worker process with R3 streams and buckets
 // and the URLs of every node; on failure the test output holds its log.
-func (b *bundle) startClusterWorker(id string) *proc {
+func (b *bundle) startClusterWorker(id string, extra ...string) *proc {
 	b.t.Helper()
-	p := b.startProc("--replicas", "3", "--worker-id", id, "--concurrency", "8",
-		"--ack-wait", "3s", "--retry-backoff", "100ms", "--retry-backoff-max", "1s", "--max-deliver", "20")
+	p := b.startProc(append([]string{"--replicas", "3", "--worker-id", id, "--concurrency", "8",
+		"--ack-wait", "3s", "--retry-backoff", "100ms", "--retry-backoff-max", "1s", "--max-deliver", "20"}, extra...)...)
 	b.t.Cleanup(func() {
 		if b.t.Failed() { // its other output (a goroutine dump) spawn shows
 			p.mu.Lock()
@@ -367,7 +367,8 @@ func TestClusterKillStreamLeader(t *testing.T) {
 func TestClusterQuorumLoss(t *testing.T) {
 	t.Parallel()
 	c, b := startCluster(t)
-	wa, wb := b.startClusterWorker("A"), b.startClusterWorker("B")
+	httpA := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	wa, wb := b.startClusterWorker("A", "--http", httpA), b.startClusterWorker("B")
 
 	const wf, first = "wf-quorum", 200
 	var reqs []subjects.TaskRequest
@@ -419,6 +420,8 @@ func TestClusterQuorumLoss(t *testing.T) {
 	}
 	tick.Stop()
 	require.Zero(t, acked, "PubAcks without a quorum")
+	// Worker A says why it is not ready: in /readyz, its metric and its log.
+	b.requireQuorumSignal(wa, httpA, false)
 
 	c.restart(killed)
 	c.nodes[paused].signal(syscall.SIGCONT)
@@ -443,6 +446,7 @@ func TestClusterQuorumLoss(t *testing.T) {
 	}
 	got := b.waitAll(wf, after, ids, wa, wb)
 	requireAllCompleted(t, got)
+	b.requireQuorumSignal(wa, httpA, true)
 	evs := b.quiet(wf, total)
 	t.Logf("after %d of %d completions: SIGKILL %s (task stream leader: %s), SIGSTOP %s, producer on %s; %s without a quorum: %d attempts, 0 PubAcks, errors: %s",
 		seen, first, killed, leader, paused, survivor, backAt.Sub(downAt).Round(100*time.Millisecond), len(outage), errs.String())

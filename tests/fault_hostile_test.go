@@ -88,4 +88,5 @@ func TestFaultHostileBodies(t *testing.T) {
 		}
 		require.Less(t, w.rssBytes(), int64(512<<20), "worker memory")
 	}
+	b.oracle()
 }

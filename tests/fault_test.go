@@ -16,7 +16,8 @@ import (
 
 // quiet checks the invariants every fault scenario ends with: each task of
 // the workflow has exactly one terminal event, no event ID appears twice,
-// and the tasks stream is empty with nothing pending.
+// and the tasks stream is empty with nothing pending; then the full oracle
+// over the whole record (see oracle).
 func (b *bundle) quiet(workflow string, tasks int) []subjects.AuditEvent {
 	b.t.Helper()
 	evs := b.events(workflow)
@@ -55,6 +56,7 @@ func (b *bundle) quiet(workflow string, tasks int) []subjects.AuditEvent {
 		assert.Zero(c, ci.NumAckPending, "ack pending")
 		assert.Zero(c, ci.NumPending, "pending")
 	}, 30*time.Second, 50*time.Millisecond, "tasks stream not empty")
+	b.oracle()
 	return evs
 }
 
@@ -92,6 +94,9 @@ func TestFaultKillMidRole(t *testing.T) {
 		}
 	}
 	require.False(t, pickedUp.IsZero())
+	// The bound: the ack wait, then at most one pull expiry (5s) before the
+	// survivor's next fetch, plus a margin for two race-built processes.
+	require.Less(t, pickedUp.Sub(killed), 2*time.Second+5*time.Second+2*time.Second, "kill to pick-up")
 	t.Logf("recovery: kill to pick-up elsewhere %s, kill to completion %s (ack wait 2s, implementer 3s)",
 		pickedUp.Sub(killed).Round(10*time.Millisecond), done.Round(10*time.Millisecond))
 
@@ -143,8 +148,13 @@ func TestFaultSIGTERMHandsBack(t *testing.T) {
 	waitCall(t, log, "T1", subjects.RoleImplementer)
 	b.startProc("--ack-wait", "5m", "--sim-call-log", log, "--worker-id", "B")
 	a.signal(syscall.SIGTERM)
+	signalled := time.Now()
 	require.NoError(t, a.wait(60*time.Second), "exit status after SIGTERM")
+	exit := time.Since(signalled)
+	require.Less(t, exit, 500*time.Millisecond+3*time.Second, "exit within the grace period and a margin")
 	got := b.waitTerminal("wf-handback", after, 1)
+	t.Logf("SIGTERM past the grace: exit %s after the signal (grace 500ms); task handed back %s after it (ack wait 5m)",
+		exit.Round(10*time.Millisecond), time.Since(signalled).Round(10*time.Millisecond))
 	require.Equal(t, subjects.EventTaskCompleted, got["T1"].EventType)
 	require.Equal(t, "B", got["T1"].Worker)
 	require.Equal(t, 1, countCalls(calls(t, log), "T1", subjects.RolePlanner))

@@ -177,6 +177,7 @@ func TestBadInputIsRejectedOnceAndKept(t *testing.T) {
 	info, err := s.Info(t.Context())
 	require.NoError(t, err)
 	require.EqualValues(t, len(cases), info.State.Msgs)
+	b.oracle()
 }
 
 func TestDuplicateIDOfFinishedTaskIsRejected(t *testing.T) {
@@ -211,4 +212,5 @@ func TestDuplicateIDOfFinishedTaskIsRejected(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, completed)
+	b.oracle()
 }

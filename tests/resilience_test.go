@@ -30,6 +30,7 @@ func TestConsumerDeletedIsRecreated(t *testing.T) {
 	after = b.submit(task("wf-del", "T2"))
 	got := b.waitTerminal("wf-del", after, 1)
 	require.Equal(t, subjects.EventTaskCompleted, got["T2"].EventType)
+	b.oracle()
 }
 
 // The watchdog names a queue whose window is full of tasks waiting out a

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -41,6 +42,30 @@ type AuthOptions struct {
 	// TLSFirst performs the TLS handshake before the server's greeting
 	// (--tlsfirst); the server must be configured with handshake_first.
 	TLSFirst bool
+	// InboxPrefix is the prefix of the connection's reply subjects
+	// (--inbox-prefix). Empty means "_INBOX_<user>" when --user is a plain
+	// name (letters, digits, "-" and "_"), else nats' "_INBOX": with
+	// deploy/nats/profiles.conf each profile may subscribe to its own
+	// inboxes only, so no client reads another's replies.
+	InboxPrefix string
+}
+
+// inboxName is a user name that can stand in an inbox prefix.
+var inboxName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// inboxToken is one token of an explicit inbox prefix.
+var inboxToken = regexp.MustCompile(`^[A-Za-z0-9_$-]+$`)
+
+// Inbox returns the inbox prefix the connection uses ("" for nats' default,
+// "_INBOX"): InboxPrefix, or "_INBOX_<user>" for a plain user name.
+func (a AuthOptions) Inbox() string {
+	switch {
+	case a.InboxPrefix != "":
+		return a.InboxPrefix
+	case inboxName.MatchString(a.User):
+		return "_INBOX_" + a.User
+	}
+	return ""
 }
 
 // ErrAuth is wrapped by every error of Options.
@@ -77,6 +102,9 @@ func (a AuthOptions) Options() ([]nats.Option, error) {
 	if a.TLSFirst {
 		opts = append(opts, nats.TLSHandshakeFirst())
 	}
+	if p := a.Inbox(); p != "" {
+		opts = append(opts, nats.CustomInboxPrefix(p))
+	}
 	return opts, nil
 }
 
@@ -107,6 +135,13 @@ func (a AuthOptions) validate() error {
 		return fmt.Errorf("--tlscert %s needs --tlskey (env NATS_KEY)", a.TLSCert)
 	case a.TLSKey != "" && a.TLSCert == "":
 		return fmt.Errorf("--tlskey %s needs --tlscert (env NATS_CERT)", a.TLSKey)
+	}
+	if a.InboxPrefix != "" {
+		for _, tok := range strings.Split(a.InboxPrefix, ".") {
+			if !inboxToken.MatchString(tok) {
+				return fmt.Errorf("--inbox-prefix %q: a subject without wildcards or white space, such as _INBOX_producer", a.InboxPrefix)
+			}
+		}
 	}
 	if a.NkeyFile != "" {
 		if err := checkSeedFile(a.NkeyFile); err != nil {
@@ -207,6 +242,7 @@ func (a AuthOptions) String() string {
 	add(a.TLSKey != "", "tls key "+a.TLSKey)
 	add(a.TLSCA != "", "tls ca "+a.TLSCA)
 	add(a.TLSFirst, "tls first")
+	add(a.InboxPrefix != "", "inbox prefix "+a.InboxPrefix)
 	if len(parts) == 0 {
 		return "no credentials"
 	}

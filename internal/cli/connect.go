@@ -41,6 +41,7 @@ func addAuthFlags(pf *pflag.FlagSet, a *broker.AuthOptions) {
 	pf.StringVar(&a.TLSKey, "tlskey", "", "TLS client private key file, PEM (env NATS_KEY or DROVER_TLSKEY)")
 	pf.StringVar(&a.TLSCA, "tlsca", "", "TLS certificate authorities that sign the server's certificate, PEM (env NATS_CA or DROVER_TLSCA)")
 	pf.BoolVar(&a.TLSFirst, "tlsfirst", false, "TLS handshake before the server's greeting; the server needs handshake_first (env DROVER_TLSFIRST)")
+	pf.StringVar(&a.InboxPrefix, "inbox-prefix", "", `prefix of this client's reply subjects (default "_INBOX_<user>" with --user, else "_INBOX"); deploy/nats/profiles.conf lets each profile read its own only (env DROVER_INBOX_PREFIX)`)
 }
 
 // natsOptions are the credential and TLS options of a connection to the

@@ -16,4 +16,6 @@ func addFailpointFlags(fl *pflag.FlagSet, f *serveFlags) {
 	_ = fl.MarkHidden("sim-call-log")
 	fl.IntVar(&f.stopAfter, "fault-stop-after-commits", 0, "SIGSTOP this process right after its nth state write (fault drills)")
 	_ = fl.MarkHidden("fault-stop-after-commits")
+	fl.IntVar(&f.stopAfterDLQ, "fault-stop-after-dlq", 0, "SIGSTOP this process right after its nth DLQ entry, before the terminal event, for good (fault drills kill it)")
+	_ = fl.MarkHidden("fault-stop-after-dlq")
 }

@@ -14,3 +14,6 @@ func addFailpointFlags(*pflag.FlagSet, *serveFlags) {}
 
 // stopAfterCommits is never set in a release build.
 func stopAfterCommits(int) func() { return nil }
+
+// haltAfter is never set in a release build.
+func haltAfter(int) func() { return nil }

@@ -30,7 +30,7 @@ type serveFlags struct {
 	listen, data, sync, httpAddr, workerID, simCallLog string
 	config, prompts                                    string
 	seedFile, seedWorkflow                             string
-	stopAfter                                          int
+	stopAfter, stopAfterDLQ                            int
 	queues                                             []string
 	concurrency, maxDeliver, maxAckPending, replicas   int
 	maxBody                                            int
@@ -226,6 +226,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},
 			AfterCommit: stopAfterCommits(f.stopAfter),
 			OnRoleGap:   metrics.RoleGap, OnSubmitToStart: metrics.SubmitToStart,
+			AfterDLQ: haltAfter(f.stopAfterDLQ),
 		},
 	})
 	if err != nil {

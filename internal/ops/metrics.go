@@ -31,6 +31,7 @@ type Metrics struct {
 	settled      *prometheus.CounterVec
 	heartbeats   prometheus.Counter
 	panics       prometheus.Counter
+	jsAvailable  prometheus.Gauge
 }
 
 // settleActions are the values of drover_consumer_settled_total's action
@@ -93,11 +94,16 @@ func NewMetrics() *Metrics {
 			Name: "drover_consumer_panics_total", Help: "Task messages whose handling panicked outside a runner (recovered; retried, then failed).",
 		}),
 	}
+	m.jsAvailable = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "drover_jetstream_available",
+		Help: "1 when the last readiness check found JetStream answering for Drover's streams, 0 when it did not (no quorum).",
+	})
+	m.jsAvailable.Set(1)
 	for _, a := range settleActions {
 		m.settled.WithLabelValues(a)
 	}
 	r.MustRegister(m.tasks, m.roleDuration, m.runnerCalls, m.cache, m.cachePutFail, m.auditPublish, m.roleGap, m.submitStart,
-		m.dlq, m.inFlight, m.poolSize, m.redeliveries, m.settled, m.heartbeats, m.panics,
+		m.dlq, m.inFlight, m.poolSize, m.redeliveries, m.settled, m.heartbeats, m.panics, m.jsAvailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -158,3 +164,12 @@ func (m *Metrics) Heartbeat() { m.heartbeats.Inc() }
 
 // Panicked counts a task message whose handling panicked.
 func (m *Metrics) Panicked() { m.panics.Inc() }
+
+// JetStreamAvailable sets drover_jetstream_available from a readiness check.
+func (m *Metrics) JetStreamAvailable(ok bool) {
+	if ok {
+		m.jsAvailable.Set(1)
+	} else {
+		m.jsAvailable.Set(0)
+	}
+}

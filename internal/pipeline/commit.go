@@ -219,13 +219,17 @@ func (p *Pipeline) publishDLQ(ctx context.Context, d Delivery, reason subjects.R
 	if tp := traceparentOf(d); tp != "" {
 		h[subjects.HeaderTraceparent] = []string{tp}
 	}
-	msg := &nats.Msg{Subject: p.d.Names.DLQSubject(d.Queue), Header: h, Data: d.Body}
+	body := fitDLQBody(d.Body, h, p.d.JS.Conn().MaxPayload())
+	msg := &nats.Msg{Subject: p.d.Names.DLQSubject(d.Queue), Header: h, Data: body}
 	ack, err := p.d.JS.PublishMsg(ctx, msg)
 	if err != nil {
 		return fmt.Errorf("dlq: publish %s: %w", subjects.DLQMsgID(d.Queue, d.StreamSeq), err)
 	}
 	if !ack.Duplicate {
 		p.d.Metrics.DLQWritten(reason)
+	}
+	if p.cfg.AfterDLQ != nil {
+		p.cfg.AfterDLQ()
 	}
 	return nil
 }
@@ -242,5 +246,5 @@ func (p *Pipeline) errOutcome(t *taskRun, err error) Outcome {
 // log is the task's logger (taskLog or requestLog).
 func (p *Pipeline) nakOutcome(log *slog.Logger, d Delivery, err error) Outcome {
 	log.Warn("task delivery failed; retrying", "err", err)
-	return Outcome{Action: Nak, Delay: p.backoff(d.NumDelivered), Err: err}
+	return Outcome{Action: Nak, Delay: p.backoff(d.NumDelivered), Err: err, RetryInPlace: serverFault(err)}
 }

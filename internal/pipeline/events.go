@@ -83,7 +83,7 @@ func (p *Pipeline) completedEvent(t *taskRun, attempt int, result json.RawMessag
 	ev := p.event(t, subjects.EventTaskCompleted, subjects.ActorSystem, attempt, 0)
 	ev.Action = "completed"
 	ev.Output = result
-	ev.DurationMS = p.cfg.Now().Sub(t.st.StartedAt).Milliseconds()
+	ev.DurationMS = p.sinceStart(t)
 	return item(ev)
 }
 
@@ -93,7 +93,7 @@ func (p *Pipeline) failedEvents(t *taskRun, attempt int, reason subjects.Reason,
 	ev.Action = string(reason)
 	ev.Status = subjects.StatusFailure
 	ev.Error = boundError(text)
-	ev.DurationMS = p.cfg.Now().Sub(t.st.StartedAt).Milliseconds()
+	ev.DurationMS = p.sinceStart(t)
 	return []subjects.OutboxItem{
 		{DLQ: &subjects.DLQIntent{Reason: reason, Error: boundError(text)}},
 		item(ev),

@@ -80,7 +80,7 @@ func (p *Pipeline) cancel(ctx context.Context, t *taskRun, reason string, pendin
 	ev := p.event(t, subjects.EventTaskCancelled, subjects.ActorSystem, t.st.Attempt, 0)
 	ev.Action = "cancelled"
 	ev.Reasoning = reason
-	ev.DurationMS = p.cfg.Now().Sub(t.st.StartedAt).Milliseconds()
+	ev.DurationMS = p.sinceStart(t)
 	err := p.commit(ctx, t, func(s *subjects.TaskState) {
 		if keep != nil {
 			keep(s)

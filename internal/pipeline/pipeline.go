@@ -77,6 +77,11 @@ type Outcome struct {
 	// Reason is the DLQ reason, for Term.
 	Reason subjects.Reason
 	Err    error
+	// RetryInPlace, with Nak, says the server refused or did not answer a
+	// write (storage full, no quorum): the same delivery should be tried
+	// again after Delay while the message stays claimed, rather than spend
+	// one of the task's deliveries on a fault that is not the task's.
+	RetryInPlace bool
 }
 
 // Deps are the pipeline's collaborators.
@@ -131,6 +136,9 @@ type Config struct {
 	// AfterCommit, when set, runs after each state write and before its
 	// outbox is published: a failpoint for fault drills.
 	AfterCommit func()
+	// AfterDLQ, when set, runs after each DLQ entry is stored and before
+	// the terminal event and the settling of its message: a failpoint.
+	AfterDLQ func()
 	// OnTerminal, when set, is told of each terminal event this worker
 	// wrote, once it is in the audit stream and before the message is
 	// settled; benchmarks time tasks with it. It must not block.

@@ -5,7 +5,9 @@ package producer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,17 +26,90 @@ type Submitted struct {
 	Duplicate bool
 }
 
-// Publish validates req and publishes it to the queue (see Msg).
+// AttemptTimeout bounds one publish attempt: a PubAck not back by then is
+// taken as lost, and the request is sent again with the same Nats-Msg-Id,
+// which the server's duplicate window stores once.
+const AttemptTimeout = 2 * time.Second
+
+// SubmitTimeout bounds Publish's retries when ctx has no deadline. It is
+// well inside the default duplicate window (2 minutes), so a retry of a
+// request stored after all is recognised as a duplicate.
+const SubmitTimeout = 30 * time.Second
+
+// retryBase and retryMax bound the pause between attempts.
+const (
+	retryBase = 100 * time.Millisecond
+	retryMax  = time.Second
+)
+
+// ErrNoAck is returned when no attempt got a PubAck before the deadline:
+// the request may or may not be stored. Publishing it again with the same
+// Nats-Msg-Id within the duplicate window is safe.
+var ErrNoAck = errors.New("no acknowledgement from the server: the request may or may not be stored; submit it again to find out (it is stored once)")
+
+// Publish validates req and publishes it to the queue (see Msg). A lost
+// PubAck (a timeout, no responders while a stream leader is elected, a
+// connection being re-established) is retried with the same message, so
+// the same Nats-Msg-Id, until ctx ends (SubmitTimeout when ctx has no
+// deadline): the caller gets a PubAck, possibly Duplicate, or an error,
+// never silence. Other errors (the server refused the request) are not
+// retried.
 func Publish(ctx context.Context, js jetstream.JetStream, names subjects.Names, queue string, req subjects.TaskRequest) (Submitted, error) {
 	msg, err := Msg(names, queue, req)
 	if err != nil {
 		return Submitted{}, err
 	}
-	ack, err := js.PublishMsg(ctx, msg)
+	ack, err := PublishMsg(ctx, js, msg)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("task %s/%s: publish: %w", req.Workflow, req.ID, err)
 	}
 	return Submitted{Workflow: req.Workflow, Task: req.ID, Queue: queue, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// PublishMsg publishes msg, which must carry a Nats-Msg-Id, retrying a lost
+// PubAck as Publish does. The error after the last attempt wraps ErrNoAck
+// and that attempt's error.
+func PublishMsg(ctx context.Context, js jetstream.JetStream, msg *nats.Msg) (*jetstream.PubAck, error) {
+	if msg.Header.Get(subjects.HeaderMsgID) == "" {
+		return nil, errors.New("publish: a retried message needs a Nats-Msg-Id")
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, SubmitTimeout)
+		defer cancel()
+	}
+	pause := retryBase
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+		ack, err := js.PublishMsg(actx, msg)
+		cancel()
+		if err == nil {
+			return ack, nil
+		}
+		if !ackLost(err) {
+			return nil, err
+		}
+		timer := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, fmt.Errorf("%w (%d attempts, the last: %w)", ErrNoAck, attempt, err)
+		case <-timer.C:
+		}
+		pause = min(2*pause, retryMax)
+	}
+}
+
+// ackLost reports whether err leaves it unknown whether the server stored
+// the message, so that sending it again is the way to learn it.
+func ackLost(err error) bool {
+	for _, e := range []error{context.DeadlineExceeded, nats.ErrTimeout, nats.ErrNoResponders,
+		jetstream.ErrNoStreamResponse, nats.ErrConnectionReconnecting, nats.ErrDisconnected, nats.ErrStaleConnection} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Msg validates req and builds its message for the queue: the JSON body,

@@ -99,5 +99,5 @@ func outcomeOf(out pipeline.Outcome) consumers.Outcome {
 	case pipeline.Abandon:
 		a = consumers.Abandon
 	}
-	return consumers.Outcome{Action: a, Delay: out.Delay, Terminal: out.Terminal, Reason: out.Reason, Err: out.Err}
+	return consumers.Outcome{Action: a, Delay: out.Delay, Terminal: out.Terminal, Reason: out.Reason, Err: out.Err, RetryInPlace: out.RetryInPlace}
 }

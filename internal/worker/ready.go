@@ -85,8 +85,9 @@ func (w *Worker) checkJetStream() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), jsProbeTimeout)
 	defer cancel()
-	w.probeErr = w.probeJetStream(ctx)
+	w.probeErr = noQuorum(w.probeJetStream(ctx))
 	w.probedAt = time.Now()
+	w.reportJetStream(w.probeErr)
 	return w.probeErr
 }
 

@@ -108,6 +108,7 @@ type Worker struct {
 	probeMu  sync.Mutex // guards the cached JetStream check
 	probedAt time.Time
 	probeErr error
+	noQuorum bool // the last check found no quorum (guarded by probeMu)
 }
 
 // New validates cfg and returns a worker on the connection nc.
@@ -131,6 +132,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	}
 	if cfg.Consumer.MaxAckPending > 0 && cfg.Consumer.MaxAckPending < cfg.Concurrency {
 		return nil, fmt.Errorf("max-ack-pending %d is below concurrency %d: it must cover the pools of all workers together", cfg.Consumer.MaxAckPending, cfg.Concurrency)
+	}
+	if mp, mb := nc.MaxPayload(), int64(cfg.Pipeline.Limits.MaxBytes); mp > 0 && mb > mp-pipeline.DLQHeadroom {
+		return nil, fmt.Errorf("max body %d is over the server's max_payload %d less %d bytes for the DLQ entry's headers", mb, mp, pipeline.DLQHeadroom)
 	}
 	if cfg.Runners == (runner.Set{}) {
 		cfg.Runners = runner.SimSet(runner.NewSim(runner.SimOptions{}))
