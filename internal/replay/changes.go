@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -84,4 +85,23 @@ func changesText(t TaskReport) string {
 		}
 	}
 	return s
+}
+
+// resultOf is a task result as the report compares it: without its
+// workspace part (the branch, the head and whether it was pushed are the
+// re-run's own; its tree is compared per attempt in Changes).
+func resultOf(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if !bytes.Contains(raw, []byte(`"workspace"`)) || json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	if _, ok := m[metaWorkspace]; !ok {
+		return raw
+	}
+	delete(m, metaWorkspace)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return out
 }

@@ -110,7 +110,7 @@ func brief(o Outcome) Outcome {
 // sameOutputs reports whether both runs have the same role outputs and
 // the same result.
 func sameOutputs(a, b *Task) bool {
-	if len(a.Outputs) != len(b.Outputs) || !sameJSON(orEmpty(a.Outcome.Output), orEmpty(b.Outcome.Output)) {
+	if len(a.Outputs) != len(b.Outputs) || !sameJSON(orEmpty(resultOf(a.Outcome.Output)), orEmpty(resultOf(b.Outcome.Output))) {
 		return false
 	}
 	for s, o := range a.Outputs {
