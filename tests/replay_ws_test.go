@@ -180,3 +180,32 @@ func TestReplayWorkspaceCounterfactualJudgeSeesRecordedDiff(t *testing.T) {
 		require.Contains(t, req.Prompt, patch, "%s: the judge sees the recorded patch", id)
 	}
 }
+
+// drover replay --config takes the fleet's workspace: block: the re-run
+// re-applies the recorded changes in a directory of its own (kept with
+// --workspace-dir), pushes nothing, and its table says each task's
+// workspace has the recorded trees.
+func TestReplayWorkspaceCommand(t *testing.T) {
+	t.Parallel()
+	r := newWSRig(t)
+	r.startWSWorker(2, wsOptions{pushDelay: "100ms"})
+	after := r.submit(task("cmd", "edit-1"), withSim(task("cmd", "commit-1"), `{"judge_rejects": 1}`))
+	for _, ev := range r.waitTerminal("cmd", after, 2) {
+		wsResult(t, ev)
+	}
+	calls := r.agentCalls()
+	before := r.remote.snapshot()
+	cfg := filepath.Join(t.TempDir(), "drover.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(r.configYAML(filepath.Join(t.TempDir(), "fleet-workspaces"), wsOptions{})), 0o644))
+	dir := filepath.Join(t.TempDir(), "replay-workspaces")
+
+	code, out, errOut := r.drover("replay", "cmd", "--as", "cmd-again", "--config", cfg, "--workspace-dir", dir)
+
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "matching the record: 2 of 2; runner calls: 0")
+	require.Regexp(t, `commit-1\s+completed@2\s+completed@2\s+same\s+same\s+same\s+same`, out)
+	require.Equal(t, calls, r.agentCalls())
+	require.Equal(t, before, r.remote.snapshot(), "the replay pushed nothing")
+	require.Equal(t, r.remote.tree("drover/cmd/commit-1"),
+		gitIn(t, filepath.Join(dir, "mirror.git"), "rev-parse", "refs/heads/drover/cmd-again/commit-1^{tree}"))
+}
