@@ -125,6 +125,10 @@ func Run(ctx context.Context, nc *nats.Conn, opts Options) (*Report, error) {
 	if wc.Workspace, err = replayWorkspace(ctx, wc.Workspace, rec, ids, opts.Expander); err != nil {
 		return nil, fmt.Errorf("%s: workspace: %w", opts.Source, err)
 	}
+	if !wc.Workspace.Enabled() && hasChanges(rec, ids) {
+		opts.Log.Warn("the record has workspace changes but the re-run has no workspace configuration: no worktree gets them, and a judge sees no diff",
+			"workflow", opts.Source)
+	}
 	// A recorded failure fails again at once: no backoff worth waiting.
 	wc.Pipeline.RetryBase, wc.Pipeline.RetryMax = 10*time.Millisecond, 100*time.Millisecond
 	if wc.Watchdog == 0 {

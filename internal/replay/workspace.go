@@ -79,3 +79,15 @@ func recordedBases(ctx context.Context, rec *Record, ids []string, ex Expander) 
 	slices.Sort(bases)
 	return bases, nil
 }
+
+// hasChanges reports whether any of the tasks recorded a workspace change.
+func hasChanges(rec *Record, ids []string) bool {
+	for _, id := range ids {
+		for st, out := range rec.Tasks[id].Outputs {
+			if st.Role == subjects.RoleImplementer && recordedChange(out.Metadata) != nil {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,6 +62,7 @@ func TestReplayWorkspaceConfig(t *testing.T) {
 				ids = append(ids, id)
 			}
 			got, err := replayWorkspace(context.Background(), tc.cfg, rec, ids, nil)
+			require.Equal(t, !strings.HasPrefix(tc.name, "recorded without"), hasChanges(rec, ids))
 			if tc.errIs != nil {
 				require.ErrorIs(t, err, tc.errIs)
 				return
