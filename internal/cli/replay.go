@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,6 +18,7 @@ import (
 	"github.com/droverhq/drover/internal/replay"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
+	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -25,6 +27,7 @@ func init() { register(newReplayCmd) }
 // replayFlags are the flags of `drover replay`.
 type replayFlags struct {
 	as, role, config, prompts, since string
+	workspaceDir                     string
 	tasks                            []string
 	limit, concurrency               int
 	timeout                          time.Duration
@@ -57,7 +60,16 @@ The re-run runs in this process, with a worker of its own on a queue of its own
 (replay-<hash>), at --concurrency tasks at once. It writes nothing to the original
 workflow's record; its tasks carry metadata replay_of, or counterfactual_of and
 counterfactual_role, naming what they re-run. --tasks, --limit and --since take a
-sample.`,
+sample.
+
+With a workspace: block in --config (the fleet's), a task recorded with
+workspaces gets a worktree again, and each replayed implementer attempt re-applies
+its recorded change (sha256-checked, from the blob store when stored there) instead
+of running, so a judge, recorded or counterfactual, judges exactly the recorded
+diff; the WORKSPACE column says whether every attempt got the recorded tree. The
+re-run never pushes, names its branches from its own workflow, and starts from the
+recorded base. Its worktrees are in --workspace-dir (default: a temporary
+directory, removed afterwards).`,
 		Example: `  drover replay board-T1
   drover replay board-T1 --as board-T1-check --json
   drover replay board-T1 --role judge --config strict-judge.yaml
@@ -70,7 +82,8 @@ sample.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.as, "as", "", `workflow ID of the re-run (default "<workflow>-replay-<unix time>")`)
 	fl.StringVar(&f.role, "role", "", "run this role again (planner, implementer or judge): a counterfactual")
-	fl.StringVar(&f.config, "config", "", "configuration file whose runner the --role runs with")
+	fl.StringVar(&f.config, "config", "", "configuration file whose runner the --role runs with, and whose workspace: block the re-run uses")
+	fl.StringVar(&f.workspaceDir, "workspace-dir", "", "directory of the re-run's workspaces (default: a temporary one, removed afterwards)")
 	fl.StringVar(&f.prompts, "prompts", "", "directory of prompt templates the --role runs with")
 	fl.StringSliceVar(&f.tasks, "tasks", nil, "only these task IDs, comma-separated")
 	fl.IntVar(&f.limit, "limit", 0, "at most this many tasks, in the order they were accepted (0: all)")
@@ -107,9 +120,14 @@ func runReplay(ctx context.Context, g *globals, f replayFlags, wf string) error 
 		}
 		defer set.Close()
 		opts.Role, opts.Live, opts.LiveCached = role, set.For(role), set.Cached(role)
-	} else if f.config != "" || f.prompts != "" {
-		return errors.New("--config and --prompts choose the runner of a counterfactual: they need --role")
+	} else if f.prompts != "" {
+		return errors.New("--prompts chooses the templates of a counterfactual's runner: it needs --role")
 	}
+	ws, cleanup, err := replayWorkspaceConfig(f)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	c, err := g.connect(ctx, "replay")
 	if err != nil {
 		return err
@@ -123,7 +141,7 @@ func runReplay(ctx context.Context, g *globals, f replayFlags, wf string) error 
 		opts.Expander = blobs.New(obj)
 	}
 	opts.Worker = worker.Config{Names: g.names, Concurrency: f.concurrency, Streams: settings, Version: Version,
-		Consumer: broker.ConsumerSettings{MaxAckPending: max(broker.DefaultMaxAckPending, f.concurrency)}}
+		Consumer: broker.ConsumerSettings{MaxAckPending: max(broker.DefaultMaxAckPending, f.concurrency)}, Workspace: ws}
 	rep, err := replay.Run(ctx, c.nc, opts)
 	if err != nil {
 		return err
@@ -134,6 +152,31 @@ func runReplay(ctx context.Context, g *globals, f replayFlags, wf string) error 
 		return enc.Encode(rep)
 	}
 	return rep.WriteTable(g.stdout)
+}
+
+// replayWorkspaceConfig is the workspace: block of --config (off without
+// one) in a directory of the re-run's own: --workspace-dir, else a
+// temporary one that cleanup removes.
+func replayWorkspaceConfig(f replayFlags) (workspace.Config, func(), error) {
+	none := func() {}
+	if f.config == "" {
+		return workspace.Config{}, none, nil
+	}
+	file, err := config.Load(f.config)
+	if err != nil {
+		return workspace.Config{}, none, err
+	}
+	ws := file.Workspace
+	if !ws.Enabled() {
+		return workspace.Config{}, none, nil
+	}
+	if ws.Dir = f.workspaceDir; ws.Dir != "" {
+		return ws, none, nil
+	}
+	if ws.Dir, err = os.MkdirTemp("", "drover-replay-"); err != nil {
+		return workspace.Config{}, none, err
+	}
+	return ws, func() { _ = os.RemoveAll(ws.Dir) }, nil
 }
 
 // counterfactualRunners builds the runners of --config and --prompts.

@@ -254,11 +254,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		return rr, fmt.Errorf("%s: %w", req.Role, err)
 	}
 	if req.Role == subjects.RoleImplementer && t.ws != nil {
-		d, err := t.ws.Commit(ctx, t.trailers(req.Attempt), commitMessage(t, req.Attempt, res.Reasoning))
-		if err != nil {
-			return rr, fmt.Errorf("%s: workspace: %w", req.Role, err)
-		}
-		if err := p.recordChange(ctx, t, &res, d); err != nil {
+		if err := p.keepWork(ctx, t, req.Attempt, &res); err != nil {
 			return rr, fmt.Errorf("%s: workspace: %w", req.Role, err)
 		}
 	}

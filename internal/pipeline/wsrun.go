@@ -186,6 +186,41 @@ func (p *Pipeline) recordChange(ctx context.Context, t *taskRun, res *runner.Res
 	return nil
 }
 
+// RecordedChange is a recorded implementer attempt's change as a runner
+// serves it: the JSON of its implementer_change event's
+// metadata.workspace (a subjects.WorkspaceChange, or a blob reference to
+// one). A result whose metadata holds one under "workspace" gets it
+// applied in the task's worktree instead of having what the role did
+// committed, exactly like a cache hit: that is how a replay gives its
+// branch the recorded tree. Only a Go runner can set it (a value decoded
+// from an agent's JSON never has this type), so no agent can.
+type RecordedChange json.RawMessage
+
+// keepWork records an implementer attempt's change in the worktree: the
+// result's RecordedChange applied (checked to be from the task's base and
+// to give the recorded tree; anything else is permanent: the re-run left
+// the record), else what the role changed, committed.
+func (p *Pipeline) keepWork(ctx context.Context, t *taskRun, attempt int, res *runner.Result) error {
+	if rc, ok := res.Metadata[metaWorkspace].(RecordedChange); ok {
+		ch, err := p.decodeChange(ctx, json.RawMessage(rc))
+		if err == nil && ch.Base != t.ws.Base() {
+			err = fmt.Errorf("recorded on base %.12s, the worktree's is %.12s", ch.Base, t.ws.Base())
+		}
+		if err == nil {
+			err = p.applyChange(ctx, t, attempt, res, ch)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: the recorded change of attempt %d: %w", runner.ErrPermanent, attempt, err)
+		}
+		return nil
+	}
+	d, err := t.ws.Commit(ctx, t.trailers(attempt), commitMessage(t, attempt, res.Reasoning))
+	if err != nil {
+		return err
+	}
+	return p.recordChange(ctx, t, res, d)
+}
+
 // applyCached replays a cached implementer result's change in the task's
 // worktree. A change that no longer applies wraps ErrPatchDoesNotApply:
 // the caller runs the role instead.
@@ -194,6 +229,12 @@ func (p *Pipeline) applyCached(ctx context.Context, t *taskRun, attempt int, res
 	if err != nil {
 		return fmt.Errorf("%w: cached change: %v", ErrPatchDoesNotApply, err)
 	}
+	return p.applyChange(ctx, t, attempt, res, ch)
+}
+
+// applyChange applies a recorded change (decoded and checked) in the
+// task's worktree and records the result in res.
+func (p *Pipeline) applyChange(ctx context.Context, t *taskRun, attempt int, res *runner.Result, ch *subjects.WorkspaceChange) error {
 	patch, _ := ch.PatchData() // checked by decodeChange
 	d, err := t.ws.Apply(ctx, WorkspacePatch{Attempt: attempt, Head: ch.Head, Patch: patch}, t.trailers(attempt))
 	if err != nil {

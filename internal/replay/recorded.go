@@ -8,6 +8,7 @@ import (
 	"maps"
 	"sync/atomic"
 
+	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -88,10 +89,31 @@ func (r *Recorded) lookup(req runner.Request) (runner.Result, error) {
 	if err := r.checkInputs(t, req, out); err != nil {
 		return runner.Result{}, fmt.Errorf("%w: %w: task %s, %s of round %d: %v", runner.ErrPermanent, ErrDiverged, req.Task.ID, req.Role, req.Attempt, err)
 	}
-	return runner.Result{
-		Output: out.Output, Action: out.Action, Reasoning: out.Reasoning,
-		Metadata: map[string]any{"recorded_from": r.rec.Workflow},
-	}, nil
+	meta := map[string]any{"recorded_from": r.rec.Workflow}
+	if req.Role == subjects.RoleImplementer && req.Workspace != nil {
+		// The re-run's worktree gets the recorded change, as from a
+		// cache hit, so its branch has the recorded tree.
+		if ch := recordedChange(out.Metadata); ch != nil {
+			meta[metaWorkspace] = pipeline.RecordedChange(ch)
+		}
+	}
+	return runner.Result{Output: out.Output, Action: out.Action, Reasoning: out.Reasoning, Metadata: meta}, nil
+}
+
+// metaWorkspace is the metadata key of an implementer_change event's
+// recorded workspace change.
+const metaWorkspace = "workspace"
+
+// recordedChange returns the workspace change in a role event's metadata
+// (nil: none).
+func recordedChange(meta json.RawMessage) json.RawMessage {
+	var m struct {
+		Workspace json.RawMessage `json:"workspace"`
+	}
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil || len(m.Workspace) == 0 || string(m.Workspace) == "null" {
+		return nil
+	}
+	return m.Workspace
 }
 
 // missing explains a step with no recorded output: the step the original
@@ -189,7 +211,8 @@ func unmarked(t subjects.TaskRequest) subjects.TaskRequest {
 }
 
 // marked returns the original request as the re-run submits it: under
-// workflow as, with the re-run's markers in its metadata.
+// workflow as, with the re-run's markers in its metadata, and without the
+// original's branch, so a re-run's workspace gets a branch of its own.
 func marked(req subjects.TaskRequest, as string, marks map[string]string) subjects.TaskRequest {
 	md := maps.Clone(req.Metadata)
 	if md == nil {
@@ -198,6 +221,6 @@ func marked(req subjects.TaskRequest, as string, marks map[string]string) subjec
 	for k, v := range marks {
 		md[k], _ = json.Marshal(v)
 	}
-	req.Workflow, req.Metadata = as, md
+	req.Workflow, req.Metadata, req.Branch = as, md, ""
 	return req
 }

@@ -39,6 +39,12 @@ type TaskReport struct {
 	OutcomeMatch  bool `json:"outcome_match"`
 	AttemptsMatch bool `json:"attempts_match"`
 	OutputsMatch  bool `json:"outputs_match"`
+	// Changes compares, per implementer attempt of the record, the
+	// workspace change the re-run's attempt made with the recorded one
+	// (tasks recorded with workspaces only); ChangesMatch is set when
+	// every one is the same tree.
+	Changes      []ChangeMatch `json:"workspace_changes,omitempty"`
+	ChangesMatch bool          `json:"workspace_match"`
 	// OldDecision and NewDecision are the counterfactual role's decisions,
 	// one per round each run reached ("reject,approve"; for a planner or
 	// implementer, its action), and OldOutput and NewOutput its first
@@ -79,7 +85,8 @@ func compare(rec, again *Record, ids []string, role subjects.Role) *Report {
 		tr.OutcomeMatch = old.Outcome.Type == nt.Outcome.Type && old.Outcome.Reason == nt.Outcome.Reason
 		tr.AttemptsMatch = old.Outcome.Attempts == nt.Outcome.Attempts
 		tr.OutputsMatch = sameOutputs(old, nt)
-		if tr.OutcomeMatch && tr.AttemptsMatch && tr.OutputsMatch {
+		tr.Changes, tr.ChangesMatch = compareChanges(old, nt)
+		if tr.OutcomeMatch && tr.AttemptsMatch && tr.OutputsMatch && tr.ChangesMatch {
 			rep.Summary.Matching++
 		}
 		if role != "" {
@@ -103,7 +110,7 @@ func brief(o Outcome) Outcome {
 // sameOutputs reports whether both runs have the same role outputs and
 // the same result.
 func sameOutputs(a, b *Task) bool {
-	if len(a.Outputs) != len(b.Outputs) || !sameJSON(orEmpty(a.Outcome.Output), orEmpty(b.Outcome.Output)) {
+	if len(a.Outputs) != len(b.Outputs) || !sameJSON(orEmpty(resultOf(a.Outcome.Output)), orEmpty(resultOf(b.Outcome.Output))) {
 		return false
 	}
 	for s, o := range a.Outputs {
@@ -177,10 +184,10 @@ func decisions(t *Task, role subjects.Role) []string {
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if r.Role == "" {
-		fmt.Fprintln(tw, "TASK\tOLD\tNEW\tOUTCOME\tATTEMPTS\tOUTPUTS")
+		fmt.Fprintln(tw, "TASK\tOLD\tNEW\tOUTCOME\tATTEMPTS\tOUTPUTS\tWORKSPACE")
 		for _, t := range r.Tasks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", redact.Terminal(t.Task), outcomeText(t.Old), outcomeText(t.New),
-				same(t.OutcomeMatch), same(t.AttemptsMatch), same(t.OutputsMatch))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", redact.Terminal(t.Task), outcomeText(t.Old), outcomeText(t.New),
+				same(t.OutcomeMatch), same(t.AttemptsMatch), same(t.OutputsMatch), changesText(t))
 		}
 	} else {
 		fmt.Fprintf(tw, "TASK\tOLD %s\tNEW %s\tCHANGED\tOLD OUTCOME\tNEW OUTCOME\n", strings.ToUpper(string(r.Role)), strings.ToUpper(string(r.Role)))

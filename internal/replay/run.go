@@ -42,8 +42,11 @@ type Options struct {
 	Limit int
 	Since time.Time
 	// Worker is the base of the in-process worker's configuration (names,
-	// stream settings, concurrency, consumer settings); the re-run sets
-	// its queue, runners and lessons.
+	// stream settings, concurrency, consumer settings, and the fleet's
+	// workspace block, with a directory of the re-run's own); the re-run
+	// sets its queue, runners and lessons, and, with workspaces, turns
+	// pushing off, names its branches from its own workflow and pins the
+	// base the recorded changes were made on.
 	Worker worker.Config
 	// Expander expands recorded blob references (nil: none).
 	Expander Expander
@@ -119,6 +122,13 @@ func Run(ctx context.Context, nc *nats.Conn, opts Options) (*Report, error) {
 	wc.Runners = set
 	wc.Lessons = noLessons{}
 	wc.Log = opts.Log
+	if wc.Workspace, err = replayWorkspace(ctx, wc.Workspace, rec, ids, opts.Expander); err != nil {
+		return nil, fmt.Errorf("%s: workspace: %w", opts.Source, err)
+	}
+	if !wc.Workspace.Enabled() && hasChanges(rec, ids) {
+		opts.Log.Warn("the record has workspace changes but the re-run has no workspace configuration: no worktree gets them, and a judge sees no diff",
+			"workflow", opts.Source)
+	}
 	// A recorded failure fails again at once: no backoff worth waiting.
 	wc.Pipeline.RetryBase, wc.Pipeline.RetryMax = 10*time.Millisecond, 100*time.Millisecond
 	if wc.Watchdog == 0 {

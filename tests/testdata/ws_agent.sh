@@ -10,6 +10,7 @@
 #   delete-*  deletes doomed.txt
 #   binary-*  writes a binary file, bin/<task>.bin
 #   big-*     writes big.txt, about 150 KB (its patch goes to the blob store)
+#   tested-*  the same as edit-*, plus a test file, src/<task>_test.go
 # A later attempt appends "attempt N" to tasks/<task>.txt.
 set -eu
 req=$(cat)
@@ -39,6 +40,10 @@ commit-*)
 	edit
 	git add -A
 	git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "agent: $task by itself"
+	;;
+tested-*)
+	edit
+	printf 'package src\n\n// a test of %s\n' "$task" >"src/${task}_test.go"
 	;;
 nothing-*) ;;
 delete-*) rm doomed.txt ;;
