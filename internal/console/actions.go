@@ -114,14 +114,14 @@ func (s *Server) redriveAction(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	subs, err := dlq.Redrive(ctx, s.js, s.names, []dlq.Entry{e}, dlq.RedriveOptions{})
+	user := sessionOf(r.Context()).user
+	subs, err := dlq.Redrive(ctx, s.js, s.names, []dlq.Entry{e}, dlq.RedriveOptions{Actor: actorOf(user)})
 	if errors.Is(err, dlq.ErrNotRedrivable) {
 		return errStatus(http.StatusConflict, "%v", err)
 	}
 	if err != nil {
 		return err
 	}
-	user := sessionOf(r.Context()).user
 	s.log.Info("console: dlq redrive", "seq", e.Seq, "user", user, "submitted", len(subs))
 	return s.render(w, r, "redriven", "Redriven "+seq, "dlq", map[string]any{"E": dlq.ViewOf(e, false), "Subs": subs}, nil)
 }
