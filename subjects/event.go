@@ -23,11 +23,15 @@ func (r Role) Valid() bool {
 	return r == RolePlanner || r == RoleImplementer || r == RoleJudge
 }
 
-// Actor is who wrote an audit event: a role, or the system.
+// Actor is who wrote an audit event: a role, the system, or a human.
 type Actor string
 
 // ActorSystem writes the events that are not a role's result.
 const ActorSystem Actor = "system"
+
+// ActorHuman writes the events of a person's decision (task_redriven); the
+// event's metadata.actor names the person, e.g. "console:<user>".
+const ActorHuman Actor = "human"
 
 // ActorOf returns the actor of a role's events.
 func ActorOf(r Role) Actor { return Actor(r) }
@@ -49,6 +53,7 @@ const (
 	EventWorkflowPaused    EventType = "workflow_paused"
 	EventWorkflowResumed   EventType = "workflow_resumed"
 	EventWorkflowCancelled EventType = "workflow_cancelled"
+	EventTaskRedriven      EventType = "task_redriven"
 )
 
 // EventTypes lists every event type of contract version 1.
@@ -56,6 +61,7 @@ var EventTypes = []EventType{
 	EventTaskAccepted, EventPlannerDecision, EventImplementerChange, EventJudgeVerdict,
 	EventTaskRetried, EventTaskCompleted, EventTaskFailed, EventTaskCancelled,
 	EventTaskRejected, EventWorkflowPaused, EventWorkflowResumed, EventWorkflowCancelled,
+	EventTaskRedriven,
 }
 
 // Terminal reports whether an event ends a request: task_completed,

@@ -268,6 +268,23 @@ func TestConsoleBrowser(t *testing.T) {
 		text := evalJS[string](ui, `document.getElementById("redriven").textContent`)
 		require.Contains(t, text, "wf-fail-redrive-1")
 		waitState(t, b, "wf-fail-redrive-1", "F1") // a worker picked the redriven request up
+		// The audit stream records the decision on the failed task, by the
+		// console user, and the task's timeline shows it.
+		var redrives []subjects.AuditEvent
+		for _, ev := range b.events("wf-fail") {
+			if ev.EventType == subjects.EventTaskRedriven {
+				redrives = append(redrives, ev)
+			}
+		}
+		require.Len(t, redrives, 1)
+		require.Equal(t, []any{"F1", subjects.ActorHuman}, []any{redrives[0].TaskID, redrives[0].Actor})
+		var md map[string]any
+		require.NoError(t, json.Unmarshal(redrives[0].Metadata, &md))
+		require.Equal(t, "console:anonymous", md["actor"])
+		require.Equal(t, "wf-fail-redrive-1", md["new_workflow"])
+		ui.open("/tasks/wf-fail/F1")
+		ui.poll(`document.querySelector(".t-task_redriven .redrive .by") && document.querySelector(".t-task_redriven .redrive .by").textContent === "console:anonymous"`)
+		require.Contains(t, evalJS[string](ui, `document.querySelector(".t-task_redriven .redrive").textContent`), "wf-fail-redrive-1")
 		ui.open("/dlq")
 		ui.shot("dlq")
 	})

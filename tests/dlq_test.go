@@ -71,7 +71,7 @@ func TestDLQListGetAndRedrive(t *testing.T) {
 
 	// A request that was rejected for its content is refused, with nothing
 	// submitted: it would only be rejected again.
-	subs, err := dlq.Redrive(ctx, b.js, b.names, []dlq.Entry{failed, bad}, dlq.RedriveOptions{})
+	subs, err := dlq.Redrive(ctx, b.js, b.names, []dlq.Entry{failed, bad}, dlq.RedriveOptions{Actor: "test:dlq"})
 	require.ErrorIs(t, err, dlq.ErrNotRedrivable)
 	require.ErrorContains(t, err, "dlq entry "+strconv.FormatUint(bad.Seq, 10)+": cannot be redriven: the request was rejected as invalid_json")
 	require.Empty(t, subs)
@@ -80,7 +80,7 @@ func TestDLQListGetAndRedrive(t *testing.T) {
 	// role is served from the cache: no runner call at all.
 	calls, planner := sim.TotalCalls(), sim.Calls(subjects.RolePlanner)
 	after := b.submit()
-	subs, err = dlq.Redrive(ctx, b.js, b.names, []dlq.Entry{failed}, dlq.RedriveOptions{})
+	subs, err = dlq.Redrive(ctx, b.js, b.names, []dlq.Entry{failed}, dlq.RedriveOptions{Actor: "test:dlq"})
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
 	require.Equal(t, "wf-dlq-redrive-1", subs[0].Workflow)
@@ -114,7 +114,7 @@ func TestDLQListGetAndRedrive(t *testing.T) {
 
 	// Redriving the redrive counts on from the original workflow.
 	after = b.submit()
-	subs, err = dlq.Redrive(ctx, b.js, b.names, redriven[1:], dlq.RedriveOptions{})
+	subs, err = dlq.Redrive(ctx, b.js, b.names, redriven[1:], dlq.RedriveOptions{Actor: "test:dlq"})
 	require.NoError(t, err)
 	require.Equal(t, "wf-dlq-redrive-2", subs[0].Workflow)
 	b.waitTerminal("wf-dlq-redrive-2", after, 1)
@@ -179,6 +179,42 @@ func TestDLQCommandLine(t *testing.T) {
 	require.Equal(t, "wf-fixed", fin.Workflow)
 	require.Equal(t, "failed", fin.Outcome)
 	require.Equal(t, "max_attempts", fin.Reason)
+
+	// The redrive is recorded on the original task, by the CLI's user; a
+	// repeated redrive of the entry (--actor names another person) records
+	// nothing more, and the record verifies.
+	seq := strconv.FormatUint(failed.Seq, 10)
+	code, _, errOut = b.drover("dlq", "redrive", seq, "--to-workflow", "wf-fixed", "--actor", "ops:carol")
+	require.Equal(t, 0, code, errOut)
+	var redrives []subjects.AuditEvent
+	for _, e := range b.events("wf-dlq") {
+		if e.EventType == subjects.EventTaskRedriven {
+			redrives = append(redrives, e)
+		}
+	}
+	require.Len(t, redrives, 1)
+	ev := redrives[0]
+	require.Equal(t, []any{"fail.1", subjects.ActorHuman, 0, "wf-dlq/fail=2E1/0/human/task_redriven/" + seq},
+		[]any{ev.TaskID, ev.Actor, ev.Attempt, ev.EventID})
+	var md struct {
+		Actor, Reason string
+		NewWorkflow   string `json:"new_workflow"`
+		DLQSeq        uint64 `json:"dlq_seq"`
+	}
+	require.NoError(t, json.Unmarshal(ev.Metadata, &md))
+	require.Regexp(t, `^cli:[^@]+@.+$`, md.Actor)
+	require.Equal(t, failed.Seq, md.DLQSeq)
+	require.Equal(t, "max_attempts", md.Reason)
+	require.Equal(t, "wf-fixed", md.NewWorkflow)
+	code, out, errOut = b.drover("audit", "--actor", "human", "--workflow", "wf-dlq")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "task_redriven")
+	code, out, errOut = b.drover("audit", "verify")
+	require.Equal(t, 0, code, "audit verify: %s%s", out, errOut)
+
+	code, _, errOut = b.drover("dlq", "redrive", seq, "--actor", "bad\nactor")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "--actor: dlq: redrive: bad actor")
 
 	code, _, errOut = b.drover("dlq", "redrive", "--reason", "max_attempts", "1")
 	require.Equal(t, 1, code)

@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,12 +26,16 @@ import (
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/cli"
+	"github.com/droverhq/drover/internal/console"
+	"github.com/droverhq/drover/internal/dlq"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/subjects"
 )
 
 // permPasswords are the test passwords of deploy/nats/permissions.conf's users.
-var permPasswords = map[string]string{"producer": "producer-test-pw", "worker": "worker-test-pw", "investigator": "investigator-test-pw"}
+var permPasswords = map[string]string{"producer": "producer-test-pw", "worker": "worker-test-pw", "investigator": "investigator-test-pw",
+	"console": "console-test-pw"}
 
 // auditGuard are the API subjects every profile is denied.
 var auditGuard = []string{
@@ -301,3 +310,186 @@ func (l *violationLog) violations() []string {
 
 // violationRe reads the server's log line of a refused publish.
 var violationRe = regexp.MustCompile(`user:(\w+)" - Publish Violation - Subject "([^"]+)"`)
+
+// TestConsolePermissionProfile serves the console as the investigator and
+// as the console user of deploy/nats/profiles.conf: as investigator its
+// actions fail at once with a page that says the NATS user may not take
+// them; as console it pauses, resumes, cancels and redrives (recorded with
+// the console user as actor), and may publish nothing else: no other audit
+// event, no DLQ entry, no state or cache key, no consumer on DROVER_TASKS,
+// and nothing that removes or rewrites the audit stream.
+func TestConsolePermissionProfile(t *testing.T) {
+	t.Parallel()
+	s := startPermServer(t)
+	names := subjects.MustNames("drover")
+	spawn(t, "serve", "--nats-url", s.url, "--user", "worker", "--password", permPasswords["worker"],
+		"--http", "", "--log-format", "json", "--worker-id", "perm-console-worker").waitStarted(60 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	// A failed task (its dead letter) and a completed one.
+	prod := s.connect(t, "producer")
+	after, err := producer.AuditLastSeq(ctx, prod.js, names)
+	require.NoError(t, err)
+	fail := withSim(task("perm-con", "F1"), `{"judge_rejects": 1}`)
+	fail.MaxAttempts = 1
+	for _, r := range []subjects.TaskRequest{fail, task("perm-con", "T1")} {
+		_, err := producer.Publish(ctx, prod.js, names, subjects.DefaultQueue, r)
+		require.NoError(t, err)
+	}
+	done := 0
+	require.NoError(t, producer.FollowTerminal(ctx, prod.js, names, "perm-con", after, func(producer.Terminal) bool {
+		done++
+		return done < 2
+	}))
+	inv := s.connect(t, "investigator")
+	var entries []dlq.Entry
+	require.NoError(t, dlq.List(ctx, inv.js, names, dlq.Filter{Workflow: "perm-con"}, func(e dlq.Entry) error {
+		entries = append(entries, e)
+		return nil
+	}))
+	require.Len(t, entries, 1)
+	redrive := fmt.Sprintf("/dlq/%d/redrive", entries[0].Seq)
+	yes := url.Values{"confirm": {"yes"}}
+
+	// As investigator: every view, no action.
+	ro := startPermConsole(t, inv)
+	for _, path := range []string{"/", "/workflows/perm-con", "/tasks/perm-con/F1", "/audit?workflow=perm-con", "/dlq"} {
+		code, _ := ro.get(t, path)
+		require.Equal(t, http.StatusOK, code, path)
+	}
+	code, page := ro.post(t, "/workflows/perm-con/pause", nil)
+	require.Equal(t, http.StatusForbidden, code, page)
+	require.Contains(t, page, "NATS user may not pause workflows")
+	require.Contains(t, page, "drover.ctl.workflow.perm-con.pause")
+	require.Contains(t, page, "console profile")
+	code, page = ro.post(t, redrive, yes)
+	require.Equal(t, http.StatusForbidden, code, page)
+	require.Contains(t, page, "NATS user may not redrive dead letters")
+	require.Contains(t, page, "drover.audit.perm-con.F1.human.task_redriven")
+
+	// As console: redrive, pause, resume, cancel.
+	con := s.connect(t, "console")
+	rw := startPermConsole(t, con)
+	code, page = rw.post(t, redrive, yes)
+	require.Equal(t, http.StatusOK, code, page)
+	require.Contains(t, page, "perm-con-redrive-1")
+	for _, action := range []string{"pause", "resume", "cancel"} {
+		code, page = rw.post(t, "/workflows/perm-con/"+action, yes)
+		require.Equal(t, http.StatusSeeOther, code, "%s: %s", action, page)
+	}
+	actors := map[subjects.EventType]string{}
+	require.NoError(t, audit.Replay(ctx, inv.js, names, audit.Query{Workflow: "perm-con"}, func(r audit.Record) error {
+		var md struct{ Actor string }
+		if json.Unmarshal(r.Event.Metadata, &md) == nil && md.Actor != "" {
+			actors[r.Event.EventType] = md.Actor
+		}
+		return nil
+	}))
+	require.Equal(t, map[subjects.EventType]string{subjects.EventTaskRedriven: "console:anonymous", subjects.EventWorkflowPaused: "console:anonymous",
+		subjects.EventWorkflowResumed: "console:anonymous", subjects.EventWorkflowCancelled: "console:anonymous"}, actors)
+
+	// And nothing more.
+	forge := func(subject string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := con.js.Publish(ctx, subject, []byte(`{}`))
+			return err
+		}
+	}
+	con.refused(t, "drover.audit.perm-con.F1.system.task_completed", forge("drover.audit.perm-con.F1.system.task_completed"))
+	con.refused(t, "drover.audit.perm-con.F1.judge.task_redriven", forge("drover.audit.perm-con.F1.judge.task_redriven"))
+	con.refused(t, "drover.dlq.default", forge("drover.dlq.default"))
+	con.refused(t, "drover.ctl.workflow.perm-con.purge", func(ctx context.Context) error {
+		_, err := con.nc.RequestWithContext(ctx, "drover.ctl.workflow.perm-con.purge", nil)
+		return err
+	})
+	for _, bucket := range []string{names.StateBucket(), names.CacheBucket()} {
+		kv, err := con.js.KeyValue(ctx, bucket)
+		require.NoError(t, err, bucket)
+		con.refused(t, "$KV."+bucket+".perm-con.F1", func(ctx context.Context) error {
+			_, err := kv.Put(ctx, "perm-con.F1", []byte(`{}`))
+			return err
+		})
+	}
+	con.refused(t, "$JS.API.CONSUMER.CREATE.DROVER_TASKS.thief", func(ctx context.Context) error {
+		_, err := con.js.CreateConsumer(ctx, names.TasksStream(), jetstream.ConsumerConfig{Durable: "thief"})
+		return err
+	})
+	before := auditIntact(t, inv.js, 0)
+	con.refuseAuditDestruction(t)
+	auditIntact(t, inv.js, before)
+
+	want := []string{"investigator drover.ctl.workflow.perm-con.pause", "investigator drover.audit.perm-con.F1.human.task_redriven",
+		"console drover.audit.perm-con.F1.system.task_completed", "console drover.audit.perm-con.F1.judge.task_redriven",
+		"console drover.dlq.default", "console drover.ctl.workflow.perm-con.purge",
+		"console $KV.drover_state.perm-con.F1", "console $KV.drover_cache.perm-con.F1",
+		"console $JS.API.CONSUMER.CREATE.DROVER_TASKS.thief"}
+	for _, subj := range auditGuard {
+		want = append(want, "console "+subj)
+	}
+	require.ElementsMatch(t, want, s.log.violations(), "the server refused exactly the calls meant to be refused")
+}
+
+// permConsole is a console served over conn's connection, and a browser
+// session of it (a cookie jar and the session's CSRF token).
+type permConsole struct {
+	url  string
+	c    *http.Client
+	csrf string
+}
+
+func startPermConsole(t *testing.T, conn *permConn) *permConsole {
+	t.Helper()
+	cs, err := console.New(console.Config{NC: conn.nc, JS: conn.js, Names: subjects.MustNames("drover"), Log: natstest.Quiet(),
+		ControlTimeout: 20 * time.Second})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = cs.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-cs.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the console did not load the state bucket")
+	}
+	srv := httptest.NewServer(cs.Handler())
+	t.Cleanup(srv.Close)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	pc := &permConsole{url: srv.URL, c: &http.Client{Jar: jar, Timeout: 60 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	_, page := pc.get(t, "/dlq")
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		// The DLQ list has no form: take the token from a workflow board.
+		_, page = pc.get(t, "/workflows/perm-con")
+		m = regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	}
+	require.NotNil(t, m, "a CSRF token on the page")
+	pc.csrf = m[1]
+	return pc
+}
+
+func (pc *permConsole) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := pc.c.Get(pc.url + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func (pc *permConsole) post(t *testing.T, path string, form url.Values) (int, string) {
+	t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("csrf", pc.csrf)
+	resp, err := pc.c.PostForm(pc.url+path, form)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}

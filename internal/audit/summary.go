@@ -91,7 +91,7 @@ type taskAcc struct {
 
 // Summarize sums up events, which may come in any order and from several
 // workflows. Workflow-level events (task "" or "_") are not tasks and are left
-// out. A task's outcome comes from its first task_completed, task_failed or
+// out, as are task_redriven events (a decision about a request that ended). A task's outcome comes from its first task_completed, task_failed or
 // task_cancelled; a task_rejected decides it only when there is none of
 // those (a duplicate submission of a finished task is rejected without
 // changing its outcome). Role cache use counts the role's own success events
@@ -100,8 +100,8 @@ func Summarize(events []subjects.AuditEvent) WorkflowSummary {
 	accs := map[taskKey]*taskAcc{}
 	for i := range events {
 		e := &events[i]
-		if e.TaskID == "" || e.TaskID == subjects.Reserved {
-			continue
+		if e.TaskID == "" || e.TaskID == subjects.Reserved || e.EventType == subjects.EventTaskRedriven {
+			continue // a workflow's own event, or a redrive: no step of a task
 		}
 		k := taskKey{e.WorkflowID, e.TaskID}
 		a := accs[k]

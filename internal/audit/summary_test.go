@@ -17,6 +17,8 @@ import (
 // rdSumEvents is a crafted workflow: T1 completes after a judge rejection,
 // T2 fails, T3 is rejected, T4 still runs, T5 is cancelled, and T1 is
 // submitted once more and rejected as a duplicate long after it completed.
+// Redrives of T2's and T4's dead letters, and of T6's (whose own events are
+// in another workflow), are no steps of any task.
 func rdSumEvents() []subjects.AuditEvent {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -45,6 +47,9 @@ func rdSumEvents() []subjects.AuditEvent {
 		ev("T4", 1, pl, subjects.EventPlannerDecision, 8500, true, ""),
 		ev("T5", 1, sys, subjects.EventTaskAccepted, 2000, false, ""),
 		ev("T5", 1, sys, subjects.EventTaskCancelled, 4000, false, ""),
+		ev("T2", 0, subjects.ActorHuman, subjects.EventTaskRedriven, 30000, false, "redriven"),
+		ev("T4", 0, subjects.ActorHuman, subjects.EventTaskRedriven, 9500, false, "redriven"),
+		ev("T6", 0, subjects.ActorHuman, subjects.EventTaskRedriven, 100, false, "redriven"),
 	}
 }
 

@@ -106,6 +106,9 @@ type VerifyReport struct {
 	OpenTasks []string `json:"open_tasks,omitempty"`
 	// Rejected counts task_rejected events: one per rejected request.
 	Rejected int `json:"rejected"`
+	// Redriven counts task_redriven events: one per DLQ entry redriven.
+	// They are not steps of a task and end nothing.
+	Redriven int `json:"redriven"`
 	// SeqChecked tells whether sequence gaps were checked (whole stream).
 	SeqChecked bool `json:"seq_checked"`
 	// DLQChecked tells whether DLQ entries were cross-checked; DLQEntries

@@ -22,6 +22,7 @@ const (
 	tFailed
 	tCancelled
 	tRejected
+	tRedriven
 	tPaused
 	tResumed
 	tWorkflowCancelled
@@ -45,6 +46,7 @@ var typeRules = [...]typeRule{
 	tFailed:            {subjects.EventTaskFailed, subjects.ActorSystem, -1, false},
 	tCancelled:         {subjects.EventTaskCancelled, subjects.ActorSystem, -1, false},
 	tRejected:          {subjects.EventTaskRejected, subjects.ActorSystem, 0, true},
+	tRedriven:          {subjects.EventTaskRedriven, subjects.ActorHuman, 0, true},
 	tPaused:            {subjects.EventWorkflowPaused, subjects.ActorSystem, 0, true},
 	tResumed:           {subjects.EventWorkflowResumed, subjects.ActorSystem, 0, true},
 	tWorkflowCancelled: {subjects.EventWorkflowCancelled, subjects.ActorSystem, 0, false},
@@ -59,10 +61,11 @@ var typeCode = func() map[string]uint8 {
 	return m
 }()
 
-// actorCode numbers the actors for packed event keys: system 0, roles 1-3.
+// actorCode numbers the actors for packed event keys: system 0, roles 1-3,
+// human 0 as well (only task_redriven has it, so the type tells them apart).
 func actorCode(a string) (uint64, bool) {
 	switch a {
-	case "system":
+	case "system", "human":
 		return 0, true
 	case "planner":
 		return 1, true
@@ -145,6 +148,11 @@ func (c *checker) observe(seq uint64, at time.Time, subject, msgID string, data 
 		if !reserved {
 			c.violate(&e, RuleSubject, "%s is a workflow event, but its subject names task %s", typeRules[e.typ].et, e.task)
 		}
+	case e.typ == tRedriven:
+		// A person's decision about a request that already ended: it is
+		// no step of the task's pipeline and ends nothing, so it is
+		// checked for its ID only, on the task or on "_".
+		c.rep.Redriven++
 	case e.typ == tRejected:
 		c.rep.Rejected++
 		c.rejects = append(c.rejects, dlqNeed{seq: seq, id: msgID, subject: subject, wf: e.wf, task: e.task, reqSeq: e.n, reason: e.action, at: e.earliest()})

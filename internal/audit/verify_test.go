@@ -56,6 +56,9 @@ func vFail(task string, r int, reason subjects.Reason) vf {
 func vRej(task string, seq uint64, reason subjects.Reason) vf {
 	return vf{task: task, actor: vfSys, et: subjects.EventTaskRejected, n: seq, action: string(reason)}
 }
+func vRedrive(task string, dlqSeq uint64) vf {
+	return vf{task: task, actor: subjects.ActorHuman, et: subjects.EventTaskRedriven, n: dlqSeq}
+}
 func vDLQ(task string, seq uint64, reason subjects.Reason) vf {
 	return vf{task: task, n: seq, action: string(reason), dlq: true}
 }
@@ -206,6 +209,8 @@ func TestVerifyViolations(t *testing.T) {
 		{"rejection without DLQ entry", append(happy[:5:5], vRej("T1", 42, subjects.ReasonDuplicateID)), 5, audit.RuleDLQMissing, audit.VerifyOptions{DLQ: true}},
 		{"failure without DLQ entry", []vf{vAcc("T1"), vFail("T1", 1, subjects.ReasonRoleFailed)}, 1, audit.RuleDLQMissing, audit.VerifyOptions{DLQ: true}},
 		{"DLQ entry of another reason", []vf{vDLQ("T1", 42, subjects.ReasonTooLarge), vRej("T1", 42, subjects.ReasonDuplicateID)}, 1, audit.RuleDLQMismatch, audit.VerifyOptions{DLQ: true}},
+		{"redrive written by the system", append(happy[:5:5], vf{task: "T1", actor: vfSys, et: subjects.EventTaskRedriven, n: 3}), 5, audit.RuleSubject, audit.VerifyOptions{}},
+		{"redrive without its /<n>", append(happy[:5:5], vf{task: "T1", actor: subjects.ActorHuman, et: subjects.EventTaskRedriven}), 5, audit.RuleEventID, audit.VerifyOptions{}},
 		{"two DLQ entries", []vf{vDLQ("T1", 42, subjects.ReasonDuplicateID), vDLQ("T1", 42, subjects.ReasonDuplicateID), vRej("T1", 42, subjects.ReasonDuplicateID)}, 2, audit.RuleDLQDuplicate, audit.VerifyOptions{DLQ: true}},
 	}
 	for _, tc := range cases {
@@ -239,6 +244,26 @@ func TestVerifyViolations(t *testing.T) {
 			require.Equal(t, rep.Violations[0], *rep.First)
 		})
 	}
+}
+
+// TestVerifyRedriven checks that task_redriven events, written on the
+// original request's task after its terminal event, are neither a step nor
+// a second terminal: the failed task stays failed, once.
+func TestVerifyRedriven(t *testing.T) {
+	t.Parallel()
+	js := vfProvision(t)
+	steps := append(vfClean(),
+		vRedrive("T2", 2),              // after T2's task_failed
+		vRedrive("T1", 9),              // a duplicate_id entry of completed T1
+		vRedrive(subjects.Reserved, 7), // a rejection that named no task
+		vAcc("T4"), vRedrive("T4", 11), // an open task (a foreign event for its worker)
+		vPlan("T4"),
+	)
+	vfStore(t, js, steps...)
+	rep := vfVerify(t, js, audit.VerifyOptions{DLQ: true})
+	require.True(t, rep.OK(), "violations: %v", rep.Violations)
+	require.Equal(t, 4, rep.Redriven)
+	require.Equal(t, []int{4, 1, 1, 0, 2, 2}, []int{rep.Tasks, rep.Completed, rep.Failed, rep.Cancelled, rep.Open, rep.Rejected})
 }
 
 func TestVerifyOpenTaskIsNoViolation(t *testing.T) {

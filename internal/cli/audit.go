@@ -59,7 +59,7 @@ events until interrupted.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.workflow, "workflow", "", "only events of this workflow ID")
 	fl.StringVar(&f.task, "task", "", `only events of this task ID ("_": workflow-level events)`)
-	fl.StringVar(&f.actor, "actor", "", "only events written by this actor: system, planner, implementer or judge")
+	fl.StringVar(&f.actor, "actor", "", "only events written by this actor: system, planner, implementer, judge or human")
 	fl.StringVar(&f.eventType, "type", "", "only events of this type, e.g. task_failed or judge_verdict")
 	fl.StringVar(&f.since, "since", "", "start at this RFC 3339 time, or this long ago (e.g. 1h)")
 	fl.StringVar(&f.until, "until", "", "stop after this RFC 3339 time, or this long ago (e.g. 10m)")
@@ -86,8 +86,8 @@ func (f auditFlags) query(now time.Time) (audit.Query, error) {
 	}
 	if f.actor != "" {
 		q.Actor = subjects.Actor(f.actor)
-		if q.Actor != subjects.ActorSystem && !subjects.Role(f.actor).Valid() {
-			return q, fmt.Errorf("--actor %q: want system, planner, implementer or judge", f.actor)
+		if q.Actor != subjects.ActorSystem && q.Actor != subjects.ActorHuman && !subjects.Role(f.actor).Valid() {
+			return q, fmt.Errorf("--actor %q: want system, planner, implementer, judge or human", f.actor)
 		}
 	}
 	if f.eventType != "" {

@@ -106,8 +106,10 @@ NATS user may, and follows the state bucket and the audit stream live.
 
 A non-loopback --listen is refused unless auth is on: basic auth (--auth-user and
 --auth-password-env naming the variable that holds the password) or a bearer token
-(--auth-token-env). Pause, resume, cancel and redrive are POSTs with a CSRF token; the
-control actions are recorded in the audit stream with the actor "console:<user>".`,
+(--auth-token-env). Pause, resume, cancel and redrive are POSTs with a CSRF token; each
+is recorded in the audit stream with the actor "console:<user>" (a redrive as a
+task_redriven event). Connected as a user of the investigator profile the console is
+read-only; the console profile of deploy/nats/profiles.conf lets it take its actions.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := auth.resolve("", os.LookupEnv)

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -187,7 +189,11 @@ cache, so only the work that failed runs again. Entries stay in the DLQ.
 Requests rejected as invalid_json, missing_field, invalid_value or too_large would be
 rejected again: naming one refuses the whole command; --all skips them with a note, and
 of several entries for the same task it redrives the newest. --wait follows the tasks
-like drover submit --wait.`,
+like drover submit --wait.
+
+Each redrive is recorded in the audit stream before its request is submitted: a
+task_redriven event by actor "human" on the original task, whose metadata names --actor
+(default "cli:$USER@<host>"), the DLQ entry, its reason and the new workflow.`,
 		Example: `  drover dlq redrive 12 15 --wait
   drover dlq redrive --all --reason max_deliveries --workflow board-T1 --to-workflow board-T1-fixed
   drover dlq redrive --all --dry-run`,
@@ -202,7 +208,15 @@ like drover submit --wait.`,
 	fl.StringVar(&f.opts.Queue, "to-queue", "", "queue to submit to (default: each entry's own queue)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would be submitted, and submit nothing")
 	fl.BoolVar(&f.wait, "wait", false, "follow the tasks to their terminal events")
+	fl.StringVar(&f.opts.Actor, "actor", "", `who redrives, recorded in each task_redriven audit event (default "cli:$USER@<host>")`)
 	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if f.opts.Actor == "" {
+			host, _ := os.Hostname()
+			f.opts.Actor = cliActor(os.Getenv("USER"), host)
+		}
+		if err := dlq.ValidateActor(f.opts.Actor); err != nil {
+			return fmt.Errorf("--actor: %w", err)
+		}
 		switch {
 		case f.all && len(args) > 0:
 			return errors.New("give SEQ arguments or --all, not both")
@@ -233,6 +247,29 @@ like drover submit --wait.`,
 		return check()
 	}
 	return cmd
+}
+
+// cliActor is the default actor of a redrive from the command line,
+// "cli:<user>@<host>", "unknown" standing for what is not known, bounded to
+// what dlq.ValidateActor accepts.
+func cliActor(user, host string) string {
+	clean := func(s string) string {
+		s = strings.Map(func(r rune) rune {
+			if unicode.IsPrint(r) && r != '@' {
+				return r
+			}
+			return -1
+		}, strings.ToValidUTF8(s, ""))
+		if s == "" {
+			return "unknown"
+		}
+		return s
+	}
+	a := "cli:" + clean(user) + "@" + clean(host)
+	if len(a) > dlq.MaxActorBytes {
+		a = strings.ToValidUTF8(a[:dlq.MaxActorBytes], "")
+	}
+	return a
 }
 
 func redrive(ctx context.Context, g *globals, f redriveFlags) error {

@@ -39,9 +39,12 @@ func TestAuditFlagsQuery(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "drover.audit.w=2E1._.judge.judge_verdict", q.Filter(subjects.MustNames("drover")))
 	require.Equal(t, now.Add(-time.Hour), q.Since)
+	q, err = auditFlags{actor: "human", eventType: "task_redriven"}.query(now)
+	require.NoError(t, err)
+	require.Equal(t, "drover.audit.*.*.human.task_redriven", q.Filter(subjects.MustNames("drover")))
 
 	for f, want := range map[*auditFlags]string{
-		{actor: "reviewer"}: `--actor "reviewer": want system, planner, implementer or judge`,
+		{actor: "reviewer"}: `--actor "reviewer": want system, planner, implementer, judge or human`,
 		{eventType: "done"}: `--type "done": want one of task_accepted,`,
 		{summary: true}:     "--summary needs --workflow",
 		{summary: true, workflow: "w", follow: true}:   "cannot be combined",

@@ -9,7 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/droverhq/drover/internal/dlq"
+	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/workflow"
 	"github.com/droverhq/drover/subjects"
 )
@@ -75,7 +78,16 @@ func (s *Server) controlAction(w http.ResponseWriter, r *http.Request) error {
 	body, _ := json.Marshal(ControlBody{Reason: reason, Actor: actorOf(sessionOf(r.Context()).user)})
 	ctx, cancel := context.WithTimeout(r.Context(), s.ctlWait)
 	defer cancel()
-	msg, err := s.nc.RequestWithContext(ctx, s.names.CtlSubject(wf, action), body)
+	subject := s.names.CtlSubject(wf, action)
+	var msg *nats.Msg
+	err := s.guarded(ctx, action+" workflows", func(subj string) bool { return subj == subject }, func(ctx context.Context) (err error) {
+		msg, err = s.nc.RequestWithContext(ctx, subject, body)
+		return err
+	})
+	var he httpError
+	if errors.As(err, &he) {
+		return err
+	}
 	if err != nil {
 		return errStatus(http.StatusBadGateway, "%s %s: %v (is a worker running?)", action, wf, err)
 	}
@@ -114,14 +126,41 @@ func (s *Server) redriveAction(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	subs, err := dlq.Redrive(ctx, s.js, s.names, []dlq.Entry{e}, dlq.RedriveOptions{})
+	user := sessionOf(r.Context()).user
+	var subs []producer.Submitted
+	err = s.guarded(ctx, "redrive dead letters", s.redriveSubject, func(ctx context.Context) (err error) {
+		subs, err = dlq.Redrive(ctx, s.js, s.names, []dlq.Entry{e}, dlq.RedriveOptions{Actor: actorOf(user)})
+		return err
+	})
+	var he httpError
+	if errors.As(err, &he) {
+		return err
+	}
 	if errors.Is(err, dlq.ErrNotRedrivable) {
 		return errStatus(http.StatusConflict, "%v", err)
 	}
 	if err != nil {
 		return err
 	}
-	user := sessionOf(r.Context()).user
 	s.log.Info("console: dlq redrive", "seq", e.Seq, "user", user, "submitted", len(subs))
 	return s.render(w, r, "redriven", "Redriven "+seq, "dlq", map[string]any{"E": dlq.ViewOf(e, false), "Subs": subs}, nil)
+}
+
+// redriveSubject tells whether a refused publish is one a redrive makes:
+// the request, its task_redriven event, or a JetStream call on the streams
+// and bucket it reads and writes.
+func (s *Server) redriveSubject(subj string) bool {
+	p := s.names.Prefix()
+	if strings.HasPrefix(subj, p+".tasks.") || strings.HasPrefix(subj, p+".audit.") {
+		return true
+	}
+	if !strings.HasPrefix(subj, "$JS.API.") {
+		return false
+	}
+	for _, name := range []string{s.names.AuditStream(), s.names.TasksStream(), s.names.DLQStream(), "KV_" + s.names.StateBucket()} {
+		if strings.HasSuffix(subj, "."+name) || strings.Contains(subj, "."+name+".") {
+			return true
+		}
+	}
+	return false
 }

@@ -77,6 +77,7 @@ type Server struct {
 	kv      jetstream.KeyValue
 	mux     *http.ServeMux
 	stopped chan struct{}
+	denied  *denials
 }
 
 // New returns a console; it serves once Run has loaded the state bucket.
@@ -94,7 +95,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.ControlTimeout = 30 * time.Second
 	}
 	s := &Server{nc: cfg.NC, js: cfg.JS, names: cfg.Names, auth: cfg.Auth, base: cfg.Base, log: cfg.Log,
-		ctlWait: cfg.ControlTimeout, mirror: newMirror(), hub: newHub(), fleet: newFleet(), stopped: make(chan struct{})}
+		ctlWait: cfg.ControlTimeout, mirror: newMirror(), hub: newHub(), fleet: newFleet(), stopped: make(chan struct{}), denied: newDenials()}
+	s.denied.watch(cfg.NC)
 	if _, err := rand.Read(s.key[:]); err != nil {
 		return nil, err
 	}

@@ -118,6 +118,27 @@ type timelineEntry struct {
 	Lessons  string
 	Metadata string
 	Terminal bool
+	// Redrive is set for a task_redriven event: who redrove which dead
+	// letter into which workflow.
+	Redrive *redriveNote
+}
+
+// redriveNote is what a task_redriven event's metadata says.
+type redriveNote struct {
+	By          string `json:"actor"`
+	DLQSeq      uint64 `json:"dlq_seq"`
+	NewWorkflow string `json:"new_workflow"`
+	Reason      string `json:"reason"`
+}
+
+// redriveNoteOf reads a task_redriven event's metadata; nil for another
+// event, or metadata that does not say who redrove it.
+func redriveNoteOf(ev *subjects.AuditEvent) *redriveNote {
+	var n redriveNote
+	if ev.EventType != subjects.EventTaskRedriven || json.Unmarshal(ev.Metadata, &n) != nil || n.By == "" {
+		return nil
+	}
+	return &n
 }
 
 // maxTimeline bounds the events a task page reads.
@@ -155,6 +176,7 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) error {
 		if rec.Err != nil {
 			e.Error = rec.Err.Error()
 		}
+		e.Redrive = redriveNoteOf(&ev)
 		var md map[string]json.RawMessage
 		if json.Unmarshal(ev.Metadata, &md) == nil {
 			var runner, model string
@@ -292,9 +314,9 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) error {
 
 // The filter choices of the audit page.
 var (
-	actors     = []string{"system", "planner", "implementer", "judge"}
+	actors     = []string{"system", "planner", "implementer", "judge", "human"}
 	eventTypes = []string{"task_accepted", "planner_decision", "implementer_change", "judge_verdict", "task_retried", "task_completed",
-		"task_failed", "task_cancelled", "task_rejected", "workflow_paused", "workflow_resumed", "workflow_cancelled"}
+		"task_failed", "task_cancelled", "task_rejected", "workflow_paused", "workflow_resumed", "workflow_cancelled", "task_redriven"}
 )
 
 // eventRow is one audit event in the audit table, and as pushed.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -35,6 +36,10 @@ type RedriveOptions struct {
 	// Queue is where the requests go; empty (the default) is each entry's
 	// own queue.
 	Queue string
+	// Actor names who redrives, "console:<user>" or "cli:<user>@<host>",
+	// for the task_redriven event each redrive records. Redrive requires
+	// it (see ValidateActor); Plan ignores it.
+	Actor string
 }
 
 // Planned is one request a redrive will submit.
@@ -124,19 +129,30 @@ func Plan(ctx context.Context, js jetstream.JetStream, names subjects.Names, ent
 
 // Redrive submits the requests of entries again under a new workflow (see
 // RedriveOptions), keeping each task ID and every other field, with
-// producer.Publish. Nothing is submitted if Plan refuses the batch. The
-// cache makes every role that already succeeded free: the same task content
-// under another workflow has the same cache keys. Entries stay in the DLQ;
-// each redriven request gets its own terminal event (and, if it fails
-// again, its own entry). On a publish error, Redrive returns what it
-// submitted before it.
+// producer.Publish. Nothing is submitted if Plan refuses the batch or
+// opts.Actor is not valid. The cache makes every role that already
+// succeeded free: the same task content under another workflow has the
+// same cache keys. Entries stay in the DLQ; each redriven request gets its
+// own terminal event (and, if it fails again, its own entry).
+//
+// Before it publishes a request, Redrive records the decision in the audit
+// stream: a task_redriven event by actor human on the original request's
+// task (see RedrivenEvent), so the record holds it even when the publish
+// then fails; a retried redrive records it once. On an error, Redrive
+// returns what it submitted before it.
 func Redrive(ctx context.Context, js jetstream.JetStream, names subjects.Names, entries []Entry, opts RedriveOptions) ([]producer.Submitted, error) {
+	if err := ValidateActor(opts.Actor); err != nil {
+		return nil, err
+	}
 	plan, err := Plan(ctx, js, names, entries, opts)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]producer.Submitted, 0, len(plan))
 	for _, p := range plan {
+		if err := record(ctx, js, names, RedrivenEvent(p, opts.Actor, time.Now())); err != nil {
+			return out, fmt.Errorf("dlq entry %d: %w (%d of %d submitted before it)", p.Entry.Seq, err, len(out), len(plan))
+		}
 		s, err := producer.Publish(ctx, js, names, p.Queue, p.Request)
 		if err != nil {
 			return out, fmt.Errorf("dlq entry %d: %w (%d of %d submitted before it)", p.Entry.Seq, err, len(out), len(plan))
