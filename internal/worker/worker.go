@@ -23,6 +23,7 @@ import (
 	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/review"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/workflow"
@@ -256,6 +257,11 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer stopCtl()
+	stopReview, err := review.New(w.nc, w.cfg.Names, res.State, p, w.cfg.Log, w.cfg.Pipeline.Review.ExpireAfter).Start(gateCtx)
+	if err != nil {
+		return err
+	}
+	defer stopReview()
 	cm, _ := w.cfg.Metrics.(consumers.Metrics)
 	var ch consumers.Handler = h
 	if w.cfg.Middleware != nil {
