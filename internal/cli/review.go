@@ -155,9 +155,9 @@ func newReviewShowCmd(g *globals) *cobra.Command {
 // reviewShowMax bounds each text review show prints (the patch has its
 // own, larger bound): agent output is untrusted.
 const (
-	reviewShowMax   = 16 << 10
-	reviewPatchMax  = 256 << 10
-	reviewIndent = "  "
+	reviewShowMax  = 16 << 10
+	reviewPatchMax = 256 << 10
+	reviewIndent   = "  "
 )
 
 func reviewShow(ctx context.Context, g *globals, ref taskRef) error {
