@@ -34,7 +34,9 @@ func TestValidate(t *testing.T) {
 		{"reviewer too long", with(func(r *subjects.ReviewDecisionRequest) { r.Reviewer = strings.Repeat("a", MaxReviewerBytes+1) }), false},
 		{"reviewer with a control character", with(func(r *subjects.ReviewDecisionRequest) { r.Reviewer = "a\x1b[2Jb" }), false},
 		{"comment with an escape", with(func(r *subjects.ReviewDecisionRequest) { r.Comment = "\x1b]0;owned\x07" }), false},
-		{"comment too long", with(func(r *subjects.ReviewDecisionRequest) { r.Comment = strings.Repeat("a", subjects.MaxReviewCommentBytes+1) }), false},
+		{"comment too long", with(func(r *subjects.ReviewDecisionRequest) {
+			r.Comment = strings.Repeat("a", subjects.MaxReviewCommentBytes+1)
+		}), false},
 		{"comment not UTF-8", with(func(r *subjects.ReviewDecisionRequest) { r.Comment = "\xff" }), false},
 	} {
 		err := Validate(c.req)
