@@ -389,6 +389,3 @@ func (s *Server) dlqEntryPage(w http.ResponseWriter, r *http.Request) error {
 	}, nil)
 }
 
-func (s *Server) reviewsPage(w http.ResponseWriter, r *http.Request) error {
-	return s.render(w, r, "reviews", "Reviews", "reviews", nil, nil)
-}
