@@ -388,4 +388,3 @@ func (s *Server) dlqEntryPage(w http.ResponseWriter, r *http.Request) error {
 		"E": v, "Body": body, "Redrivable": red == nil, "NotRedrivable": red,
 	}, nil)
 }
-
