@@ -204,34 +204,35 @@ func TestReviewWaitsWithoutAPoolSlotAndSurvivesARestart(t *testing.T) {
 
 // With review instead, a person is the judge: the judge never runs. A
 // rejection's comment is in the implementer's next prompt, and the new
-// attempt continues on the first one's commit.
+// attempt continues on the first one's commit, even one the agent made
+// itself.
 func TestReviewInsteadRejectionReachesTheImplementer(t *testing.T) {
 	t.Parallel()
 	r := newReviewRig(t)
 	runOwned(t, r.worker(2, pipeline.ReviewPolicy{}))
-	req := task("rvi", "edit-1")
+	req := task("rvi", "commit-1")
 	req.Review = subjects.ReviewInstead
 	after := r.submit(req)
 	r.waitWaiting(1)
 
 	const comment = "please also handle the empty input"
-	code, out, errOut := r.drover("review", "reject", "rvi/edit-1", "--comment", comment, "--reviewer", "bob")
+	code, out, errOut := r.drover("review", "reject", "rvi/commit-1", "--comment", comment, "--reviewer", "bob")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "rejected by bob")
 	require.Eventually(t, func() bool {
 		l := r.waiting()
-		return len(l) == 1 && r.agentCalls()["edit-1"] == 2
+		return len(l) == 1 && r.agentCalls()["commit-1"] == 2
 	}, 60*time.Second, 50*time.Millisecond)
-	require.NotContains(t, r.prompt("edit-1", 1), comment)
-	require.Contains(t, r.prompt("edit-1", 2), comment, "the reviewer's comment is the implementer's feedback")
+	require.NotContains(t, r.prompt("commit-1", 1), comment)
+	require.Contains(t, r.prompt("commit-1", 2), comment, "the reviewer's comment is the implementer's feedback")
 
-	reply := r.decide("rvi", "edit-1", subjects.ReviewApprove, "")
+	reply := r.decide("rvi", "commit-1", subjects.ReviewApprove, "")
 	require.Empty(t, reply.Error)
 	got := r.waitTerminal("rvi", after, 1)
-	res := wsResult(t, got["edit-1"])
-	require.Equal(t, 0, r.judgeCalls("edit-1"), "the judge never runs")
+	res := wsResult(t, got["commit-1"])
+	require.Equal(t, 0, r.judgeCalls("commit-1"), "the judge never runs")
 	require.Equal(t, "2", gitIn(t, r.remote.dir, "rev-list", "--count", r.remote.base+".."+res.Head), "attempt 2 builds on attempt 1's commit")
-	require.Equal(t, "change of edit-1\nattempt 2", gitIn(t, r.remote.dir, "show", res.Head+":tasks/edit-1.txt"))
+	require.Equal(t, "change of commit-1\nattempt 2", gitIn(t, r.remote.dir, "show", res.Head+":tasks/commit-1.txt"))
 }
 
 // A review not decided in time fails its task with review_expired, once,
