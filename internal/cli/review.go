@@ -315,7 +315,14 @@ func newReviewDecideCmd(g *globals, decision string) *cobra.Command {
 			if r.Error != "" {
 				return fmt.Errorf("review %s %s: %s", decision, ref, r.Error)
 			}
-			fmt.Fprintf(g.stdout, "%s %s by %s: the task is %s (revision %d)\n", redact.Terminal(ref.String()), past(decision), redact.Terminal(reviewer), r.State, r.Revision)
+			next := "on to delivery"
+			switch {
+			case r.State == subjects.StateFailed:
+				next = "the task failed: that was its last allowed attempt"
+			case decision == subjects.ReviewReject:
+				next = "back to its implementer with the comment"
+			}
+			fmt.Fprintf(g.stdout, "%s %s by %s: %s (state %s, revision %d)\n", redact.Terminal(ref.String()), past(decision), redact.Terminal(reviewer), next, r.State, r.Revision)
 			return nil
 		},
 	}

@@ -89,7 +89,11 @@ func (t *taskRun) review() *ReviewDecision {
 func (p *Pipeline) DecideReview(ctx context.Context, cur state.Task, d ReviewDecision) (state.Task, error) {
 	if cur.State != subjects.StateAwaitingReview {
 		if cur.Review != nil && cur.Review.Decision != "" {
-			return state.Task{}, fmt.Errorf("%w: %s/%s: %s by %s", ErrAlreadyDecided, cur.Workflow, cur.Task, cur.Review.Decision, cur.Review.Reviewer)
+			verb := "approved"
+			if cur.Review.Decision == subjects.ReviewReject {
+				verb = "rejected"
+			}
+			return state.Task{}, fmt.Errorf("%w: %s/%s was %s by %s", ErrAlreadyDecided, cur.Workflow, cur.Task, verb, cur.Review.Reviewer)
 		}
 		return state.Task{}, fmt.Errorf("%w: %s/%s is %s, not %s", ErrNotParked, cur.Workflow, cur.Task, cur.State, subjects.StateAwaitingReview)
 	}
