@@ -283,3 +283,31 @@ func TestReviewExpires(t *testing.T) {
 	require.Contains(t, reply.Error, "is failed, not awaiting_review")
 	r.verifyAudit()
 }
+
+// Without workspaces too: a rejected last attempt fails with max_attempts,
+// and cancelling a workflow ends its tasks awaiting review.
+func TestReviewLastAttemptAndWorkflowCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startWorker(worker.Config{Concurrency: 2, Runners: runner.SimSet(runner.NewSim(runner.SimOptions{})),
+		Pipeline: pipeline.Config{Review: pipeline.ReviewPolicy{Mode: subjects.ReviewInstead}}})
+	r := &reviewRig{wsRig: &wsRig{bundle: b}}
+	last := task("rvl", "T1")
+	last.MaxAttempts = 1
+	after := b.submit(last, task("rvc", "T2"))
+	r.waitWaiting(2)
+
+	reply := r.decide("rvl", "T1", subjects.ReviewReject, "not like this")
+	require.Empty(t, reply.Error)
+	require.Equal(t, subjects.StateFailed, reply.State)
+	got := b.waitTerminal("rvl", after, 1)
+	require.Equal(t, string(subjects.ReasonMaxAttempts), got["T1"].Action)
+	require.Contains(t, got["T1"].Error, "not like this")
+
+	code, _, errOut := b.drover("workflow", "cancel", "rvc", "--reason", "dropped")
+	require.Equal(t, 0, code, errOut)
+	got = b.waitTerminal("rvc", after, 1)
+	require.Equal(t, subjects.EventTaskCancelled, got["T2"].EventType)
+	require.Empty(t, r.waiting())
+	r.verifyAudit()
+}
