@@ -52,6 +52,8 @@ func TestReviewsViewListsAndDecides(t *testing.T) {
 		require.Contains(t, page, want)
 	}
 	token := csrfField.FindStringSubmatch(page)[1]
+	_, taskPage := f.get(c, "/tasks/wf-rv/T1")
+	require.Contains(t, taskPage, "after_judge: awaiting review since")
 
 	post := func(form url.Values) int {
 		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/reviews/wf-rv/T1/reject", strings.NewReader(form.Encode()))
