@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -54,5 +55,28 @@ func TestSweepEvery(t *testing.T) {
 		d, _ := time.ParseDuration(expire)
 		w, _ := time.ParseDuration(want)
 		assert.Equal(t, w, sweepEvery(d), expire)
+	}
+}
+
+// TestSameReview: a decision is tried again only on the review it was
+// meant for, still undecided.
+func TestSameReview(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	task := func(st string, attempt int, requested time.Time, decision string) state.Task {
+		return state.Task{TaskState: subjects.TaskState{State: st, Attempt: attempt,
+			Review: &subjects.TaskReview{RequestedAt: requested, Decision: decision}}}
+	}
+	cur := task(subjects.StateAwaitingReview, 1, at, "")
+	for _, c := range []struct {
+		name  string
+		fresh state.Task
+		want  bool
+	}{
+		{"the same review, taken over", task(subjects.StateAwaitingReview, 1, at, ""), true},
+		{"decided", task(subjects.StatePaused, 1, at, subjects.ReviewApprove), false},
+		{"a later review", task(subjects.StateAwaitingReview, 2, at.Add(time.Minute), ""), false},
+		{"failed", task(subjects.StateFailed, 1, at, ""), false},
+	} {
+		assert.Equal(t, c.want, sameReview(cur, c.fresh), c.name)
 	}
 }

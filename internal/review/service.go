@@ -117,7 +117,22 @@ func (s *Service) Decide(ctx context.Context, workflow, task string, r subjects.
 		reply.Error = err.Error()
 		return reply
 	}
-	st, err := s.pipe.DecideReview(ctx, cur, pipeline.ReviewDecision{Decision: r.Decision, Reviewer: r.Reviewer, Comment: r.Comment, At: s.Now().UTC()})
+	d := pipeline.ReviewDecision{Decision: r.Decision, Reviewer: r.Reviewer, Comment: r.Comment, At: s.Now().UTC()}
+	st, err := s.pipe.DecideReview(ctx, cur, d)
+	for range 3 {
+		// The state may have moved without a decision (a redelivered
+		// message taking the parked task over): decide again on the same
+		// review, never on a later one.
+		if !errors.Is(err, pipeline.ErrAlreadyDecided) || st.Revision != 0 {
+			break
+		}
+		fresh, gerr := s.store.GetTask(ctx, workflow, task)
+		if gerr != nil || !sameReview(cur, fresh) {
+			break
+		}
+		cur = fresh
+		st, err = s.pipe.DecideReview(ctx, cur, d)
+	}
 	if st.Revision != 0 {
 		reply.State, reply.Revision = st.State, st.Revision
 	}
@@ -131,6 +146,13 @@ func (s *Service) Decide(ctx context.Context, workflow, task string, r subjects.
 	}
 	s.log.Info("review decided", "workflow", workflow, "task", task, "decision", r.Decision, "reviewer", r.Reviewer, "state", st.State)
 	return reply
+}
+
+// sameReview reports whether fresh still awaits the review cur awaited,
+// undecided.
+func sameReview(cur, fresh state.Task) bool {
+	return fresh.State == subjects.StateAwaitingReview && fresh.Review != nil && cur.Review != nil &&
+		fresh.Review.Decision == "" && fresh.Review.RequestedAt.Equal(cur.Review.RequestedAt) && fresh.Attempt == cur.Attempt
 }
 
 // sweepEvery is how often a worker looks for expired reviews: a tenth of
