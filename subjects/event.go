@@ -29,8 +29,9 @@ type Actor string
 // ActorSystem writes the events that are not a role's result.
 const ActorSystem Actor = "system"
 
-// ActorHuman writes the events of a person's decision (task_redriven); the
-// event's metadata.actor names the person, e.g. "console:<user>".
+// ActorHuman writes the events of a person's decision (review_decided,
+// task_redriven); for a redrive, the event's metadata.actor names the
+// person, e.g. "console:<user>".
 const ActorHuman Actor = "human"
 
 // ActorOf returns the actor of a role's events.
@@ -61,7 +62,7 @@ var EventTypes = []EventType{
 	EventTaskAccepted, EventPlannerDecision, EventImplementerChange, EventJudgeVerdict,
 	EventTaskRetried, EventTaskCompleted, EventTaskFailed, EventTaskCancelled,
 	EventTaskRejected, EventWorkflowPaused, EventWorkflowResumed, EventWorkflowCancelled,
-	EventTaskRedriven,
+	EventTaskRedriven, EventReviewRequested, EventReviewDecided,
 }
 
 // Terminal reports whether an event ends a request: task_completed,

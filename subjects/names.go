@@ -135,6 +135,15 @@ func (n Names) CtlSubject(workflow, action string) string {
 // CtlWildcard matches every workflow control request.
 func (n Names) CtlWildcard() string { return n.prefix + ".ctl.workflow.*.*" }
 
+// ReviewSubject is the request subject of a review decision on a task,
+// "<prefix>.ctl.review.<wf token>.<task token>".
+func (n Names) ReviewSubject(workflow, task string) string {
+	return n.prefix + ".ctl.review." + IDToken(workflow) + "." + IDToken(task)
+}
+
+// ReviewWildcard matches every review decision request.
+func (n Names) ReviewWildcard() string { return n.prefix + ".ctl.review.*.*" }
+
 // StateKey is the drover_state key of a task, "<wf>.<task>".
 func StateKey(workflow, task string) string { return IDToken(workflow) + "." + IDToken(task) }
 
@@ -160,7 +169,15 @@ func TaskMsgID(workflow, task string) string { return IDToken(workflow) + "/" + 
 
 // ResumeMsgID is the Nats-Msg-Id of a request re-published by resume.
 func ResumeMsgID(workflow, task string, revision uint64) string {
-	return TaskMsgID(workflow, task) + "/resume/" + strconv.FormatUint(revision, 10)
+	return ParkedMsgID(workflow, task, "resume", revision)
+}
+
+// ParkedMsgID is the Nats-Msg-Id of a parked task's request published
+// again: "<wf token>/<task token>/<kind>/<revision>", kind naming what
+// sent it on (resume, review, merge, ...) and revision the state revision
+// it was published from, so two publishers of one change store one message.
+func ParkedMsgID(workflow, task, kind string, revision uint64) string {
+	return TaskMsgID(workflow, task) + "/" + kind + "/" + strconv.FormatUint(revision, 10)
 }
 
 // DLQMsgID is the Nats-Msg-Id of a DLQ entry, "dlq/<queue>/<stream seq>".

@@ -23,6 +23,8 @@ const (
 	tCancelled
 	tRejected
 	tRedriven
+	tReviewRequested
+	tReviewDecided
 	tPaused
 	tResumed
 	tWorkflowCancelled
@@ -47,6 +49,8 @@ var typeRules = [...]typeRule{
 	tCancelled:         {subjects.EventTaskCancelled, subjects.ActorSystem, -1, false},
 	tRejected:          {subjects.EventTaskRejected, subjects.ActorSystem, 0, true},
 	tRedriven:          {subjects.EventTaskRedriven, subjects.ActorHuman, 0, true},
+	tReviewRequested:   {subjects.EventReviewRequested, subjects.ActorSystem, -1, false},
+	tReviewDecided:     {subjects.EventReviewDecided, subjects.ActorHuman, -1, true},
 	tPaused:            {subjects.EventWorkflowPaused, subjects.ActorSystem, 0, true},
 	tResumed:           {subjects.EventWorkflowResumed, subjects.ActorSystem, 0, true},
 	tWorkflowCancelled: {subjects.EventWorkflowCancelled, subjects.ActorSystem, 0, false},
@@ -61,8 +65,8 @@ var typeCode = func() map[string]uint8 {
 	return m
 }()
 
-// actorCode numbers the actors for packed event keys: system 0, roles 1-3,
-// human 0 as well (only task_redriven has it, so the type tells them apart).
+// actorCode numbers the actors for packed event keys: system 0, roles 1-3.
+// A human shares the system's code: no event type is written by both.
 func actorCode(a string) (uint64, bool) {
 	switch a {
 	case "system", "human":
@@ -277,7 +281,7 @@ const bodyPrefix = `{"event_id":"`
 // action of the events whose action matters. A body that starts with the
 // event ID, as Drover writes it, is not decoded unless its action matters.
 func (c *checker) checkBody(e *event) {
-	needAction := e.typ == tJudge || e.typ == tFailed || e.typ == tRejected
+	needAction := e.typ == tJudge || e.typ == tFailed || e.typ == tRejected || e.typ == tReviewDecided
 	d := e.data
 	if !needAction && len(d) > len(bodyPrefix)+len(e.id) && string(d[:len(bodyPrefix)]) == bodyPrefix &&
 		string(d[len(bodyPrefix):len(bodyPrefix)+len(e.id)]) == e.id && d[len(bodyPrefix)+len(e.id)] == '"' {

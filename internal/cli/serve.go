@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/config"
 	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/ops"
@@ -47,6 +48,7 @@ type serveFlags struct {
 	// workspace: the --workspace-* flags, merged with the file's
 	// workspace: block (setup and cleanup commands come from the file only).
 	workspace   workspace.Config
+	review      config.Review // --review*, with the file's review: block
 	console     bool
 	consoleAuth consoleAuthFlags
 }
@@ -119,6 +121,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.IntVar(&f.replicas, "replicas", 1, "stream and bucket replicas (3 on a 3-node cluster)")
 	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
 	addWorkspaceFlags(fl, &f.workspace)
+	addReviewFlags(fl, &f.review)
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
 	addFailpointFlags(fl, &f) // fault-drill flags: only in a build with -tags failpoints
 	fl.StringVar(&f.seedFile, "submit", "", "once ready, submit the tasks of this file (as drover submit --file FILE --wait), show the summary, keep serving")
@@ -139,6 +142,9 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	scope, err := lessons.ParseScope(f.lessonsScope)
 	if err != nil {
 		return fmt.Errorf("--lessons-scope: %w", err)
+	}
+	if err := checkReview(f.review); err != nil {
+		return err
 	}
 	if f.gcInterval < 0 {
 		return fmt.Errorf("--gc-interval %s: must not be negative", f.gcInterval)
@@ -227,6 +233,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 			AfterCommit: stopAfterCommits(f.stopAfter),
 			OnRoleGap:   metrics.RoleGap, OnSubmitToStart: metrics.SubmitToStart,
 			AfterDLQ: haltAfter(f.stopAfterDLQ),
+			Review:   pipeline.ReviewPolicy{Mode: f.review.Mode, Queues: f.review.Queues, ExpireAfter: f.review.ExpireAfter},
 		},
 	})
 	if err != nil {

@@ -71,6 +71,9 @@ type File struct {
 	// Workspaces section). Off when workspace.repo is empty, as by
 	// default. Each key has a --workspace-* flag of the same name.
 	Workspace workspace.Config `yaml:"workspace"`
+	// Review is the review gate: whether a person reviews approved tasks
+	// (see the README's Review section). Off by default.
+	Review Review `yaml:"review"`
 }
 
 // Worker is the worker's part of the file. Zero means the default noted,

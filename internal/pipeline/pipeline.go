@@ -112,6 +112,9 @@ type Deps struct {
 	// run in, and records, caches, replays and pushes its change (nil:
 	// workspaces off).
 	Workspaces Workspaces
+	// Deliverer delivers approved tasks (nil: delivery "branch", the
+	// branch pushed when pushing is configured and the task completed).
+	Deliverer Deliverer
 }
 
 // DefaultWorker is the worker name of a Config without one.
@@ -133,6 +136,8 @@ type Config struct {
 	RetryBase, RetryMax time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Review is the review gate (default: off for every queue).
+	Review ReviewPolicy
 	// AfterCommit, when set, runs after each state write and before its
 	// outbox is published: a failpoint for fault drills.
 	AfterCommit func()

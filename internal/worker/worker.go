@@ -23,6 +23,7 @@ import (
 	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/review"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/workflow"
@@ -83,6 +84,9 @@ type Config struct {
 	// empty). Its MaxWorktrees defaults to Concurrency, so the worker never
 	// holds more worktrees than its pool has slots, plus those kept.
 	Workspace workspace.Config
+	// Deliverer delivers approved tasks (nil: delivery "branch", see
+	// pipeline.Deliverer).
+	Deliverer pipeline.Deliverer
 }
 
 // Worker is a running (or runnable) worker.
@@ -104,6 +108,7 @@ type Worker struct {
 
 	deps []Dependency                      // Config.Dependencies and the runners' health checks
 	ws   atomic.Pointer[workspace.Manager] // set once started, workspaces on
+	pipe atomic.Pointer[pipeline.Pipeline] // set once started
 
 	probeMu  sync.Mutex // guards the cached JetStream check
 	probedAt time.Time
@@ -184,6 +189,11 @@ func (w *Worker) Started() <-chan struct{} { return w.started }
 // nil when workspaces are off or before Run prepared them.
 func (w *Worker) Workspaces() *workspace.Manager { return w.ws.Load() }
 
+// Pipeline returns the worker's pipeline once it has started (nil
+// before): outside actors finish parked tasks with it (CompleteParked,
+// RetryParked, ...).
+func (w *Worker) Pipeline() *pipeline.Pipeline { return w.pipe.Load() }
+
 // Pool returns the worker's pool, for its counters.
 func (w *Worker) Pool() *consumers.Pool { return w.pool }
 
@@ -230,6 +240,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Lessons:   w.cfg.Lessons,
 		Tracer:    w.cfg.Tracer,
 		Ledger:    w.cfg.Ledger,
+		Deliverer: w.cfg.Deliverer,
 	}
 	if w.cfg.Workspace.Enabled() {
 		m, err := workspace.New(w.cfg.Workspace, w.cfg.Log)
@@ -255,11 +266,17 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		return pipeline.New(deps, pc)
 	})
 	p := h.pipeline(w.cfg.Consumer.MaxDeliver)
+	w.pipe.Store(p)
 	stopCtl, err := workflow.NewController(w.nc, w.js, w.cfg.Names, res.State, res.Audit, p, w.cfg.Log).Start(gateCtx)
 	if err != nil {
 		return err
 	}
 	defer stopCtl()
+	stopReview, err := review.New(w.nc, w.cfg.Names, res.State, p, w.cfg.Log, w.cfg.Pipeline.Review.ExpireAfter).Start(gateCtx)
+	if err != nil {
+		return err
+	}
+	defer stopReview()
 	cm, _ := w.cfg.Metrics.(consumers.Metrics)
 	var ch consumers.Handler = h
 	if w.cfg.Middleware != nil {
