@@ -36,7 +36,9 @@ func (g GitRepo) TargetHead(ctx context.Context, target string) (string, error) 
 }
 
 // Merged implements Repo.
-func (g GitRepo) Merged(ctx context.Context, tip, head string) bool { return g.M.Merged(ctx, tip, head) }
+func (g GitRepo) Merged(ctx context.Context, tip, head string) bool {
+	return g.M.Merged(ctx, tip, head)
+}
 
 // Scratch implements Repo.
 func (g GitRepo) Scratch(ctx context.Context, commit string) (Tree, error) {
