@@ -285,6 +285,9 @@ func (m *Merger) answer(ctx context.Context, items, skip []*item, good []Entry, 
 	}
 	for _, c := range bad {
 		rec.Back = append(rec.Back, c.entry.Key())
+		if err := m.repo.DeleteBranch(ctx, c.entry.Branch, c.entry.Head); err != nil {
+			m.log.Warn("deleting a sent-back branch", "branch", c.entry.Branch, "err", err)
+		}
 		outcome[c.entry.Key()] = m.sink.SendBack(ctx, c.entry, m.feedback(c, head), head)
 		m.sentBack.Add(1)
 	}

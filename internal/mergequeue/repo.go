@@ -17,6 +17,10 @@ type Repo interface {
 	// PushTarget moves target from old to commit, never forced;
 	// workspace.ErrTargetMoved when the target is no longer at old.
 	PushTarget(ctx context.Context, target, old, commit string) error
+	// DeleteBranch deletes a sent-back task's branch on the remote if it
+	// is still at head, so its next attempt, on the new target head, can
+	// be pushed without force.
+	DeleteBranch(ctx context.Context, branch, head string) error
 }
 
 // Tree is a scratch worktree.
@@ -52,4 +56,9 @@ func (g GitRepo) Scratch(ctx context.Context, commit string) (Tree, error) {
 // PushTarget implements Repo.
 func (g GitRepo) PushTarget(ctx context.Context, target, old, commit string) error {
 	return g.M.PushTarget(ctx, target, old, commit)
+}
+
+// DeleteBranch implements Repo.
+func (g GitRepo) DeleteBranch(ctx context.Context, branch, head string) error {
+	return g.M.DeleteBranch(ctx, branch, head)
 }

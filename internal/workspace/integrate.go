@@ -174,3 +174,21 @@ func (s *Scratch) markRebased(ctx context.Context, head string) error {
 	_, err := s.m.git.out(ctx, s.dir, "commit", "-q", "--amend", "--no-edit", "--allow-empty", "--trailer", MergeTrailer+": "+head)
 	return err
 }
+
+// DeleteBranch deletes the remote's branch if it is still at head (a lease:
+// a branch someone moved since is left alone). A branch already gone is
+// no error.
+func (m *Manager) DeleteBranch(ctx context.Context, branch, head string) error {
+	ref := "refs/heads/" + branch
+	out, err := m.git.run(ctx, gitCall{args: []string{"--git-dir", m.mirror, "push", "--porcelain", "--no-verify",
+		"--force-with-lease=" + ref + ":" + head, "--end-of-options", m.cfg.PushRemote, ":" + ref}, limit: 1 << 20})
+	if st, ok := parsePorcelain(string(out))[ref]; ok && st.flag != '!' {
+		return nil
+	} else if ok {
+		return fmt.Errorf("%w: delete %s: %s", ErrPushRejected, branch, st.summary)
+	}
+	if err != nil {
+		return fmt.Errorf("workspace: delete %s: %w", branch, err)
+	}
+	return nil
+}
