@@ -8,6 +8,7 @@ import (
 
 	"github.com/droverhq/drover/internal/mergequeue"
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/workspace"
 )
@@ -38,8 +39,12 @@ func (w *Worker) mergeDeliverer(m *workspace.Manager) pipeline.Deliverer {
 // startMerger runs this worker's merger of the target until the returned
 // stop is called: it merges only while it holds the target's lease.
 func (w *Worker) startMerger(ctx context.Context, p *pipeline.Pipeline, st *state.Store, m *workspace.Manager) (stop func(), err error) {
+	// The feedback sent back to an agent masks the repository's
+	// credentials, as the workspace errors do.
+	cfg := m.Config()
+	red := redact.New(append(redact.URLSecrets(cfg.Repo), redact.URLSecrets(cfg.PushRemote)...)...)
 	mq, err := mergequeue.New(ctx, w.js, mergequeue.NewNames(w.cfg.Names), w.cfg.Merge, mergequeue.GitRepo{M: m},
-		mergequeue.PipelineSink{P: p, State: st}, holderName(w.id), nil, w.cfg.Log)
+		mergequeue.PipelineSink{P: p, State: st}, holderName(w.id), red, w.cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("merge queue: %w", err)
 	}
