@@ -51,7 +51,7 @@ const (
 var Reasons = []Reason{
 	ReasonInvalidJSON, ReasonMissingField, ReasonInvalidValue, ReasonTooLarge,
 	ReasonDuplicateID, ReasonWorkflowCancelled, ReasonMaxAttempts, ReasonMaxDeliveries,
-	ReasonRoleFailed, ReasonBudgetExceeded, ReasonPushRejected,
+	ReasonRoleFailed, ReasonBudgetExceeded, ReasonPushRejected, ReasonReviewExpired,
 }
 
 // MaxTraceparentLen bounds the traceparent header Drover reads: version 00

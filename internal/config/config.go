@@ -81,6 +81,9 @@ type File struct {
 	// README's Merge queue section); each key has a --merge-* flag but
 	// check.argv, which is in the file only.
 	Merge mergequeue.Config `yaml:"merge"`
+	// Review is the review gate: whether a person reviews approved tasks
+	// (see the README's Review section). Off by default.
+	Review Review `yaml:"review"`
 }
 
 // Worker is the worker's part of the file. Zero means the default noted,

@@ -24,6 +24,7 @@ import (
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/mergequeue"
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/review"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/workflow"
@@ -86,9 +87,13 @@ type Config struct {
 	Workspace workspace.Config
 	// Delivery is what an approved task's branch becomes: "" or "branch"
 	// (pushed when Workspace.Push), or DeliveryMerge (the merge queue of
-	// Merge.Target; needs workspaces). Merge configures the queue.
+	// Merge.Target; needs workspaces). Merge configures the queue. An
+	// explicit Deliverer wins over the merge queue's.
 	Delivery string
 	Merge    mergequeue.Config
+	// Deliverer delivers approved tasks (nil: delivery "branch", see
+	// pipeline.Deliverer).
+	Deliverer pipeline.Deliverer
 }
 
 // Worker is a running (or runnable) worker.
@@ -110,6 +115,7 @@ type Worker struct {
 
 	deps []Dependency                      // Config.Dependencies and the runners' health checks
 	ws   atomic.Pointer[workspace.Manager] // set once started, workspaces on
+	pipe atomic.Pointer[pipeline.Pipeline] // set once started
 
 	probeMu  sync.Mutex // guards the cached JetStream check
 	probedAt time.Time
@@ -189,6 +195,11 @@ func (w *Worker) Started() <-chan struct{} { return w.started }
 // nil when workspaces are off or before Run prepared them.
 func (w *Worker) Workspaces() *workspace.Manager { return w.ws.Load() }
 
+// Pipeline returns the worker's pipeline once it has started (nil
+// before): outside actors finish parked tasks with it (CompleteParked,
+// RetryParked, ...).
+func (w *Worker) Pipeline() *pipeline.Pipeline { return w.pipe.Load() }
+
 // Pool returns the worker's pool, for its counters.
 func (w *Worker) Pool() *consumers.Pool { return w.pool }
 
@@ -235,6 +246,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Lessons:   w.cfg.Lessons,
 		Tracer:    w.cfg.Tracer,
 		Ledger:    w.cfg.Ledger,
+		Deliverer: w.cfg.Deliverer,
 	}
 	if w.cfg.Workspace.Enabled() {
 		m, err := workspace.New(w.cfg.Workspace, w.cfg.Log)
@@ -253,7 +265,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}()
 		w.ws.Store(m)
 		deps.Workspaces = newWorkspaces(m)
-		if w.cfg.Delivery == DeliveryMerge {
+		if w.cfg.Delivery == DeliveryMerge && w.cfg.Deliverer == nil {
 			deps.Deliverer = w.mergeDeliverer(m)
 		}
 	}
@@ -263,6 +275,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		return pipeline.New(deps, pc)
 	})
 	p := h.pipeline(w.cfg.Consumer.MaxDeliver)
+	w.pipe.Store(p)
 	if m := w.ws.Load(); m != nil && w.cfg.Delivery == DeliveryMerge {
 		stopMerger, err := w.startMerger(ctx, p, deps.State, m)
 		if err != nil {
@@ -275,6 +288,11 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer stopCtl()
+	stopReview, err := review.New(w.nc, w.cfg.Names, res.State, p, w.cfg.Log, w.cfg.Pipeline.Review.ExpireAfter).Start(gateCtx)
+	if err != nil {
+		return err
+	}
+	defer stopReview()
 	cm, _ := w.cfg.Metrics.(consumers.Metrics)
 	var ch consumers.Handler = h
 	if w.cfg.Middleware != nil {

@@ -177,8 +177,10 @@ func (m *Manager) descends(ctx context.Context, base, commit string) bool {
 }
 
 // checkBranch refuses a branch that exists, here or on the remote, unless it
-// is at the base or Drover made it for the same workflow and task (every
-// commit of it the base does not hold carries their trailers). A
+// is at the base, at the head the task's last attempt recorded (which may
+// hold the agent's own commits), or Drover made it for the same workflow
+// and task (every commit of it the base does not hold carries their
+// trailers). A
 // branch held by a kept worktree is detached there first.
 func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
 	refs, err := m.git.out(ctx, "", "--git-dir", m.mirror, "for-each-ref", "--format=%(refname)%00%(objectname)",
@@ -190,6 +192,9 @@ func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
 		ref, sha, _ := strings.Cut(line, "\x00")
 		if (ref != "refs/heads/"+s.Branch && ref != "refs/remotes/origin/"+s.Branch) || sha == s.Base {
 			continue
+		}
+		if n := len(s.Replay); n > 0 && sha == s.Replay[n-1].Head {
+			continue // the task's own recorded head, agent commits included
 		}
 		// A branch need not descend from the base: a task the merge queue
 		// sent back is pinned again on the new target head, and its branch
