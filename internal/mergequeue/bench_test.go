@@ -21,6 +21,8 @@ type timingSink struct {
 	lat  []time.Duration // enqueue to merged
 	done chan struct{}
 	want int
+	// unwanted are tasks Wanted refuses (nil: none).
+	unwanted map[string]bool
 }
 
 func (s *timingSink) Merged(_ context.Context, e mergequeue.Entry, _, _ string) error {
@@ -31,6 +33,10 @@ func (s *timingSink) Merged(_ context.Context, e mergequeue.Entry, _, _ string) 
 		close(s.done)
 	}
 	return nil
+}
+
+func (s *timingSink) Wanted(_ context.Context, e mergequeue.Entry) (bool, error) {
+	return s.unwanted == nil || !s.unwanted[e.Task], nil
 }
 
 func (s *timingSink) SendBack(context.Context, mergequeue.Entry, string, string) error { return nil }

@@ -82,6 +82,12 @@ func (s PipelineSink) current(ctx context.Context, e Entry) (state.Task, bool, e
 	return cur, cur.State == StateAwaitingMerge && cur.Attempt == e.Attempt, nil
 }
 
+// Wanted implements Sink.
+func (s PipelineSink) Wanted(ctx context.Context, e Entry) (bool, error) {
+	_, ok, err := s.current(ctx, e)
+	return ok, err
+}
+
 // Merged implements Sink.
 func (s PipelineSink) Merged(ctx context.Context, e Entry, target, commit string) error {
 	cur, ok, err := s.current(ctx, e)

@@ -29,6 +29,7 @@ type LogRecord struct {
 	Merged  []string `json:"merged,omitempty"`  // entry keys
 	Skipped []string `json:"skipped,omitempty"` // already on the target
 	Back    []string `json:"back,omitempty"`    // sent back to the implementer
+	Dropped []string `json:"dropped,omitempty"` // their tasks no longer wait (cancelled, finished)
 }
 
 func (m *Merger) record(ctx context.Context, r LogRecord) {

@@ -54,6 +54,8 @@ func (s natsSink) send(subject string, o outcome) error {
 	return err
 }
 
+func (s natsSink) Wanted(context.Context, mergequeue.Entry) (bool, error) { return true, nil }
+
 func (s natsSink) Merged(_ context.Context, e mergequeue.Entry, _, commit string) error {
 	return s.send("mqtest.merged", outcome{Holder: s.holder, Entry: e, Commit: commit})
 }

@@ -21,6 +21,10 @@ const maxPushTries = 5
 
 // Sink is what a merger tells the pipeline (the delivery hook).
 type Sink interface {
+	// Wanted reports whether e's task still waits for e (parked for this
+	// attempt): an entry of a cancelled or finished task is dropped, not
+	// merged.
+	Wanted(ctx context.Context, e Entry) (bool, error)
 	// Merged completes e's task: commit is the target commit holding it.
 	Merged(ctx context.Context, e Entry, target, commit string) error
 	// SendBack starts a new attempt of e's task on top of base (the new
@@ -30,7 +34,7 @@ type Sink interface {
 
 // Stats counts what one merger did.
 type Stats struct {
-	Sessions, Batches, Pushes, Merged, Skipped, SentBack int64
+	Sessions, Batches, Pushes, Merged, Skipped, SentBack, Dropped int64
 }
 
 // Merger runs the merge queue of one target on one worker: it waits for
@@ -47,7 +51,7 @@ type Merger struct {
 	cons   jetstream.Consumer
 	kv     jetstream.KeyValue
 
-	sessions, batches, pushes, merged, skipped, sentBack atomic.Int64
+	sessions, batches, pushes, merged, skipped, sentBack, dropped atomic.Int64
 }
 
 // New validates cfg, provisions the queue and returns a merger named holder
@@ -72,7 +76,7 @@ func New(ctx context.Context, js jetstream.JetStream, n Names, cfg Config, repo 
 // Stats returns the counters.
 func (m *Merger) Stats() Stats {
 	return Stats{Sessions: m.sessions.Load(), Batches: m.batches.Load(), Pushes: m.pushes.Load(),
-		Merged: m.merged.Load(), Skipped: m.skipped.Load(), SentBack: m.sentBack.Load()}
+		Merged: m.merged.Load(), Skipped: m.skipped.Load(), SentBack: m.sentBack.Load(), Dropped: m.dropped.Load()}
 }
 
 // poll is how often a waiting merger tries the lease, and how long a
@@ -163,9 +167,10 @@ func (m *Merger) session(ctx context.Context, l *lease) {
 }
 
 type item struct {
-	e   Entry
-	msg jetstream.Msg
-	dup bool // another message of the batch has the same key
+	e        Entry
+	msg      jetstream.Msg
+	dup      bool // another message of the batch has the same key
+	unwanted bool // its task no longer waits for it
 }
 
 // batch merges one fetched batch and answers each message.
@@ -184,6 +189,16 @@ func (m *Merger) batch(ctx context.Context, msgs []jetstream.Msg, renew func() e
 	}
 	stop := m.keepInProgress(ctx, msgs)
 	defer stop()
+	for _, it := range items {
+		ok, err := m.sink.Wanted(ctx, it.e)
+		if err != nil {
+			for _, it := range items {
+				_ = it.msg.NakWithDelay(time.Second)
+			}
+			return err
+		}
+		it.unwanted = !ok
+	}
 	err := m.merge(ctx, items, renew)
 	if err != nil {
 		for _, it := range items {
@@ -226,8 +241,10 @@ func (m *Merger) merge(ctx context.Context, items []*item, renew func() error) e
 		var todo []Entry
 		var skip []*item
 		for _, it := range items {
+			if it.dup || it.unwanted {
+				continue
+			}
 			switch {
-			case it.dup:
 			case m.repo.Merged(ctx, base, it.e.Head):
 				skip = append(skip, it)
 			default:
@@ -273,6 +290,12 @@ func (m *Merger) merge(ctx context.Context, items []*item, renew func() error) e
 func (m *Merger) answer(ctx context.Context, items, skip []*item, good []Entry, bad []culprit, base, head string) {
 	rec := LogRecord{Kind: LogBatch, Before: base, Commit: head}
 	outcome := map[string]error{}
+	for _, it := range items {
+		if it.unwanted && !it.dup {
+			rec.Dropped = append(rec.Dropped, it.e.Key())
+			m.dropped.Add(1)
+		}
+	}
 	for _, it := range skip {
 		rec.Skipped = append(rec.Skipped, it.e.Key())
 		outcome[it.e.Key()] = m.sink.Merged(ctx, it.e, m.cfg.Target, base)
