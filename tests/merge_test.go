@@ -36,7 +36,7 @@ func newMergeRig(t *testing.T, check string) *mergeRig {
 func (r *mergeRig) startMergeProc(id string) *proc {
 	r.t.Helper()
 	doc := r.configYAML(filepath.Join(r.t.TempDir(), "workspaces"), wsOptions{pushDelay: "50ms"}) +
-		"delivery: merge\nmerge: {target: main, batch: 4, lease_ttl: 2s, check: {argv: " + r.check + ", timeout: 2m}}\n"
+		"delivery: merge\nmerge: {target: main, batch: 8, lease_ttl: 2s, check: {argv: " + r.check + ", timeout: 2m}}\n"
 	cfg := filepath.Join(r.t.TempDir(), "drover.yaml")
 	require.NoError(r.t, os.WriteFile(cfg, []byte(doc), 0o644))
 	return r.startProc("--config", cfg, "--worker-id", id, "--ack-wait", "5s", "--concurrency", "4")
@@ -147,7 +147,7 @@ func TestMergeQueueTwoWorkerProcesses(t *testing.T) {
 
 	pushes := r.mainPushes()
 	t.Logf("pushes of main for 12 branches: %d (all pushes: %d)", pushes, r.remote.pushCount())
-	require.Less(t, pushes, 12/2)
+	require.LessOrEqual(t, pushes, 6, "far fewer pushes than branches")
 	require.Len(t, r.remote.reflog("main"), pushes+1, "the remote's reflog of main: the seed and one entry per push")
 	t.Logf("batches per worker: %v", r.sessions(""))
 }
