@@ -36,7 +36,7 @@ func (f *File) Validate() error {
 			v.errs = append(v.errs, err)
 		}
 	}
-	if err := validateDelivery(f.Delivery, f.Merge, f.Workspace.Enabled()); err != nil {
+	if err := validateMerge(f.Delivery, f.Merge, f.Workspace.Enabled()); err != nil {
 		v.errs = append(v.errs, err)
 	}
 	if f.Workspace.Enabled() {

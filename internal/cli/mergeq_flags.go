@@ -6,16 +6,16 @@ import (
 	"github.com/droverhq/drover/internal/mergequeue"
 )
 
-// deliveryFlags are serve's --delivery and --merge-* flags, merged with the
+// mergeFlags are serve's --merge-* flags (and --delivery), merged with the
 // file's delivery key and merge: block (merge.check.argv is in the file
 // only).
-type deliveryFlags struct {
-	mode  string
+type mergeFlags struct {
+	mode  string // --delivery
 	merge mergequeue.Config
 }
 
-// addDeliveryFlags registers --delivery and the --merge-* flags.
-func addDeliveryFlags(fl *pflag.FlagSet, d *deliveryFlags) {
+// addMergeFlags registers --delivery and the --merge-* flags.
+func addMergeFlags(fl *pflag.FlagSet, d *mergeFlags) {
 	fl.StringVar(&d.mode, "delivery", "", `what an approved task's branch becomes: "branch" (pushed with --workspace-push; the default) or "merge" (the merge queue of --merge-target)`)
 	fl.StringVar(&d.merge.Target, "merge-target", "", "branch the merge queue merges approved branches into (delivery merge)")
 	fl.IntVar(&d.merge.Batch, "merge-batch", mergequeue.DefaultBatch, "most branches merged and pushed together")
@@ -24,9 +24,9 @@ func addDeliveryFlags(fl *pflag.FlagSet, d *deliveryFlags) {
 	fl.DurationVar(&d.merge.LeaseTTL, "merge-lease-ttl", mergequeue.DefaultLeaseTTL, "how long a dead merger holds its target before another takes over")
 }
 
-// mergeDelivery applies the file's delivery key and merge: block under
+// applyMergeFlags applies the file's delivery key and merge: block under
 // the flags: a flag set on the command line or by its variable wins.
-func mergeDelivery(fs *pflag.FlagSet, d *deliveryFlags, mode string, file mergequeue.Config) {
+func applyMergeFlags(fs *pflag.FlagSet, d *mergeFlags, mode string, file mergequeue.Config) {
 	override(fs, "delivery", &d.mode, mode)
 	override(fs, "merge-target", &d.merge.Target, file.Target)
 	override(fs, "merge-batch", &d.merge.Batch, file.Batch)

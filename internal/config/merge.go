@@ -6,19 +6,19 @@ import (
 	"github.com/droverhq/drover/internal/mergequeue"
 )
 
-// Delivery modes of the file's delivery key.
+// Delivery modes of the file's delivery key this file checks.
 const (
-	DeliveryBranch = "branch"
-	DeliveryMerge  = "merge"
+	deliveryBranch = "branch"
+	deliveryMerge  = "merge"
 )
 
-// validateDelivery checks the delivery key and, for "merge", the merge:
-// block and that workspaces are on.
-func validateDelivery(mode string, merge mergequeue.Config, workspaces bool) error {
+// validateMerge checks the delivery key and, for "merge", the merge: block
+// and that workspaces are on.
+func validateMerge(mode string, merge mergequeue.Config, workspaces bool) error {
 	switch mode {
-	case "", DeliveryBranch:
+	case "", deliveryBranch:
 		return nil
-	case DeliveryMerge:
+	case deliveryMerge:
 		if !workspaces {
 			return fmt.Errorf("%w: delivery %q: needs workspaces (workspace.repo)", mergequeue.ErrInvalidConfig, mode)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/droverhq/drover/internal/workspace"
 )
 
-func TestValidateDelivery(t *testing.T) {
+func TestValidateMerge(t *testing.T) {
 	t.Parallel()
 	ok := mergequeue.Config{Target: "main"}
 	cases := []struct {
@@ -36,7 +36,7 @@ func TestValidateDelivery(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := validateDelivery(tc.mode, tc.merge, tc.workspaces)
+			err := validateMerge(tc.mode, tc.merge, tc.workspaces)
 			if tc.field == "" {
 				require.NoError(t, err)
 				return
