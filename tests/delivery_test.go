@@ -67,7 +67,8 @@ func TestDeliveryHook(t *testing.T) {
 		_, ok2 := get("park-2")
 		return ok1 && ok2
 	}, 30*time.Second, 20*time.Millisecond)
-	require.Zero(t, w.Pool().Stats().InFlight, "a parked task holds no pool slot")
+	require.Eventually(t, func() bool { return w.Pool().Stats().InFlight == 0 }, 10*time.Second, 10*time.Millisecond,
+		"a parked task holds no pool slot once its message is acked")
 	p := w.Pipeline()
 	ctx := context.Background()
 

@@ -200,6 +200,23 @@ func TestReviewWaitsWithoutAPoolSlotAndSurvivesARestart(t *testing.T) {
 		require.Equal(t, 1, n, id)
 	}
 	require.Equal(t, 12, sumCalls(r.agentCalls()), "one implementer call per task")
+	r.verifyAudit()
+}
+
+// verifyAudit checks the audit stream with drover audit verify: review
+// events in their place.
+func (r *reviewRig) verifyAudit() {
+	r.t.Helper()
+	code, out, errOut := r.drover("audit", "verify")
+	if code != 0 {
+		for _, ev := range r.events("") {
+			if ev.EventType == subjects.EventTaskRetried {
+				r.t.Logf("retried: %s %s", ev.EventID, ev.Error)
+			}
+		}
+	}
+	require.Equal(r.t, 0, code, "%s\n%s", out, errOut)
+	require.Contains(r.t, out, ": OK")
 }
 
 // With review instead, a person is the judge: the judge never runs. A
@@ -233,6 +250,7 @@ func TestReviewInsteadRejectionReachesTheImplementer(t *testing.T) {
 	require.Equal(t, 0, r.judgeCalls("commit-1"), "the judge never runs")
 	require.Equal(t, "2", gitIn(t, r.remote.dir, "rev-list", "--count", r.remote.base+".."+res.Head), "attempt 2 builds on attempt 1's commit")
 	require.Equal(t, "change of commit-1\nattempt 2", gitIn(t, r.remote.dir, "show", res.Head+":tasks/commit-1.txt"))
+	r.verifyAudit()
 }
 
 // A review not decided in time fails its task with review_expired, once,
@@ -263,4 +281,5 @@ func TestReviewExpires(t *testing.T) {
 	require.Equal(t, 2, failed, "each task fails once")
 	reply := r.decide("rvx", "edit-1", subjects.ReviewApprove, "")
 	require.Contains(t, reply.Error, "is failed, not awaiting_review")
+	r.verifyAudit()
 }

@@ -22,6 +22,8 @@ const (
 	tFailed
 	tCancelled
 	tRejected
+	tReviewRequested
+	tReviewDecided
 	tPaused
 	tResumed
 	tWorkflowCancelled
@@ -45,6 +47,8 @@ var typeRules = [...]typeRule{
 	tFailed:            {subjects.EventTaskFailed, subjects.ActorSystem, -1, false},
 	tCancelled:         {subjects.EventTaskCancelled, subjects.ActorSystem, -1, false},
 	tRejected:          {subjects.EventTaskRejected, subjects.ActorSystem, 0, true},
+	tReviewRequested:   {subjects.EventReviewRequested, subjects.ActorSystem, -1, false},
+	tReviewDecided:     {subjects.EventReviewDecided, subjects.ActorHuman, -1, true},
 	tPaused:            {subjects.EventWorkflowPaused, subjects.ActorSystem, 0, true},
 	tResumed:           {subjects.EventWorkflowResumed, subjects.ActorSystem, 0, true},
 	tWorkflowCancelled: {subjects.EventWorkflowCancelled, subjects.ActorSystem, 0, false},
@@ -60,9 +64,10 @@ var typeCode = func() map[string]uint8 {
 }()
 
 // actorCode numbers the actors for packed event keys: system 0, roles 1-3.
+// A human shares the system's code: no event type is written by both.
 func actorCode(a string) (uint64, bool) {
 	switch a {
-	case "system":
+	case "system", "human":
 		return 0, true
 	case "planner":
 		return 1, true
@@ -269,7 +274,7 @@ const bodyPrefix = `{"event_id":"`
 // action of the events whose action matters. A body that starts with the
 // event ID, as Drover writes it, is not decoded unless its action matters.
 func (c *checker) checkBody(e *event) {
-	needAction := e.typ == tJudge || e.typ == tFailed || e.typ == tRejected
+	needAction := e.typ == tJudge || e.typ == tFailed || e.typ == tRejected || e.typ == tReviewDecided
 	d := e.data
 	if !needAction && len(d) > len(bodyPrefix)+len(e.id) && string(d[:len(bodyPrefix)]) == bodyPrefix &&
 		string(d[len(bodyPrefix):len(bodyPrefix)+len(e.id)]) == e.id && d[len(bodyPrefix)+len(e.id)] == '"' {

@@ -14,6 +14,8 @@ const (
 	fPlanned                    // planner_decision seen
 	fImpl                       // implementer_change of the current round seen
 	fApproved                   // an approving judge_verdict seen
+	fReview                     // review_requested seen, not yet decided
+	fReviewed                   // approved by a person
 )
 
 // idSeq is a packed event ID (type, actor, attempt, n) and its sequence.
@@ -81,7 +83,9 @@ func (c *checker) step(ts *taskState, e *event) {
 		c.violate(e, RuleOrder, "task_accepted is not the task's first event")
 	case e.typ != tAccepted && first:
 		c.violate(e, RuleOrder, "%s is the task's first event; task_accepted must come first", name)
-	case ts.flags&fApproved != 0 && !terminal:
+	case ts.flags&fApproved != 0 && !terminal && e.typ != tReviewRequested && e.typ != tReviewDecided &&
+		(e.typ != tRetried || ts.flags&fReviewed == 0):
+		// A task a person approved may retry its delivery (the push).
 		c.violate(e, RuleOrder, "%s after the approving judge_verdict of round %d; only task_completed may follow", name, ts.round)
 	}
 	switch e.typ {
@@ -115,11 +119,30 @@ func (c *checker) step(ts *taskState, e *event) {
 		default:
 			c.violate(e, RuleOrder, "judge_verdict with action %q, neither %q nor %q", e.action, subjects.VerdictApprove, subjects.VerdictReject)
 		}
+	case tReviewRequested:
+		// After the judge approved (after_judge), or instead of the judge.
+		if ts.flags&fImpl == 0 || e.attempt != ts.round || ts.flags&fReview != 0 {
+			c.violate(e, RuleOrder, "review_requested of round %d without the implementer_change of that round, or twice", e.attempt)
+		}
+		ts.flags |= fReview
+	case tReviewDecided:
+		if ts.flags&fReview == 0 || e.attempt != ts.round {
+			c.violate(e, RuleOrder, "review_decided of round %d without its review_requested", e.attempt)
+		}
+		ts.flags &^= fReview
+		switch e.action {
+		case subjects.ReviewApprove:
+			ts.flags |= fApproved | fReviewed
+		case subjects.ReviewReject:
+			ts.round, ts.flags = e.attempt+1, ts.flags&^(fImpl|fApproved)
+		default:
+			c.violate(e, RuleOrder, "review_decided with action %q, neither %q nor %q", e.action, subjects.ReviewApprove, subjects.ReviewReject)
+		}
 	case tRetried:
 		c.checkRetried(ts, e)
 	case tCompleted:
-		if ts.flags&fApproved == 0 || e.attempt != ts.round {
-			c.violate(e, RuleOrder, "task_completed of round %d without an approving judge_verdict of that round", e.attempt)
+		if ts.flags&fApproved == 0 || ts.flags&fReview != 0 || e.attempt != ts.round {
+			c.violate(e, RuleOrder, "task_completed of round %d without an approving judge_verdict (or review) of that round", e.attempt)
 		}
 	case tFailed:
 		c.failures = append(c.failures, dlqNeed{seq: e.seq, id: e.id, subject: e.subject, wf: e.wf, task: e.task, reason: e.action, at: e.earliest()})

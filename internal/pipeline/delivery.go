@@ -200,6 +200,10 @@ type approved struct {
 // parkFor parks the task in a state an outside actor finishes: its request
 // kept in its state, its message acked, no worktree held.
 func (p *Pipeline) parkFor(ctx context.Context, t *taskRun, st string, items []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+	// The worktree goes first: once the state is written, a decision may
+	// send the task on at once, and the worker that takes it (this one,
+	// maybe) opens the branch again. The branch and its commits stay.
+	p.releaseWorkspace(ctx, t, Outcome{})
 	err := p.commit(ctx, t, func(s *subjects.TaskState) {
 		if keep != nil {
 			keep(s)
