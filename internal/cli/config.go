@@ -211,6 +211,7 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	override(fs, "blob-retention", &f.gc.blobMinAge, w.BlobRetention)
 	override(fs, "blob-max-age", &f.gc.blobMaxAge, w.BlobMaxAge)
 	mergeWorkspace(fs, &f.workspace, file.Workspace)
+	applyMergeFlags(fs, &f.mergeq, file.Delivery, file.Merge)
 	mergeReview(fs, &f.review, file.Review)
 	override(fs, "prompts", &f.prompts, file.PromptsDir)
 	prompts, err := prompt.Load(f.prompts)

@@ -48,6 +48,7 @@ type serveFlags struct {
 	// workspace: the --workspace-* flags, merged with the file's
 	// workspace: block (setup and cleanup commands come from the file only).
 	workspace   workspace.Config
+	mergeq      mergeFlags    // --delivery and --merge-*, with the file's delivery and merge: keys
 	review      config.Review // --review*, with the file's review: block
 	console     bool
 	consoleAuth consoleAuthFlags
@@ -121,6 +122,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.IntVar(&f.replicas, "replicas", 1, "stream and bucket replicas (3 on a 3-node cluster)")
 	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
 	addWorkspaceFlags(fl, &f.workspace)
+	addMergeFlags(fl, &f.mergeq)
 	addReviewFlags(fl, &f.review)
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
 	addFailpointFlags(fl, &f) // fault-drill flags: only in a build with -tags failpoints
@@ -227,6 +229,8 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Tracer:       tracer,
 		Ledger:       led,
 		Workspace:    workspaceConfig(f),
+		Delivery:     f.mergeq.mode,
+		Merge:        f.mergeq.merge,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},

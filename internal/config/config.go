@@ -26,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/droverhq/drover/internal/ledger"
+	"github.com/droverhq/drover/internal/mergequeue"
 	"github.com/droverhq/drover/internal/workspace"
 )
 
@@ -71,6 +72,15 @@ type File struct {
 	// Workspaces section). Off when workspace.repo is empty, as by
 	// default. Each key has a --workspace-* flag of the same name.
 	Workspace workspace.Config `yaml:"workspace"`
+	// Delivery is what an approved task's branch becomes: "branch" (pushed
+	// when workspace.push is on; the default when empty) or "merge" (it
+	// enters the merge queue of merge.target; needs workspaces). Flag
+	// --delivery.
+	Delivery string `yaml:"delivery"`
+	// Merge configures the merge queue of delivery "merge" (see the
+	// README's Merge queue section); each key has a --merge-* flag but
+	// check.argv, which is in the file only.
+	Merge mergequeue.Config `yaml:"merge"`
 	// Review is the review gate: whether a person reviews approved tasks
 	// (see the README's Review section). Off by default.
 	Review Review `yaml:"review"`

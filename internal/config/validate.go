@@ -36,6 +36,9 @@ func (f *File) Validate() error {
 			v.errs = append(v.errs, err)
 		}
 	}
+	if err := validateMerge(f.Delivery, f.Merge, f.Workspace.Enabled()); err != nil {
+		v.errs = append(v.errs, err)
+	}
 	if f.Workspace.Enabled() {
 		ws := f.Workspace // Validate fills defaults: check a copy
 		if ws.Dir == "" {

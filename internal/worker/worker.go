@@ -22,6 +22,7 @@ import (
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/lessons"
+	"github.com/droverhq/drover/internal/mergequeue"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/review"
 	"github.com/droverhq/drover/internal/runner"
@@ -84,6 +85,12 @@ type Config struct {
 	// empty). Its MaxWorktrees defaults to Concurrency, so the worker never
 	// holds more worktrees than its pool has slots, plus those kept.
 	Workspace workspace.Config
+	// Delivery is what an approved task's branch becomes: "" or "branch"
+	// (pushed when Workspace.Push), or DeliveryMerge (the merge queue of
+	// Merge.Target; needs workspaces). Merge configures the queue. An
+	// explicit Deliverer wins over the merge queue's.
+	Delivery string
+	Merge    mergequeue.Config
 	// Deliverer delivers approved tasks (nil: delivery "branch", see
 	// pipeline.Deliverer).
 	Deliverer pipeline.Deliverer
@@ -160,6 +167,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		if err := cfg.Workspace.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkDelivery(cfg); err != nil {
+		return nil, err
 	}
 	cfg.Streams.Names = cfg.Names
 	cfg.Pipeline.MaxDeliver = cfg.Consumer.MaxDeliver
@@ -259,6 +269,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}()
 		w.ws.Store(m)
 		deps.Workspaces = newWorkspaces(m)
+		if w.cfg.Delivery == DeliveryMerge && w.cfg.Deliverer == nil {
+			deps.Deliverer = w.mergeDeliverer(m)
+		}
 	}
 	h := newHandler(func(maxDeliver int) *pipeline.Pipeline {
 		pc := w.cfg.Pipeline
@@ -267,6 +280,13 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	})
 	p := h.pipeline(w.cfg.Consumer.MaxDeliver)
 	w.pipe.Store(p)
+	if m := w.ws.Load(); m != nil && w.cfg.Delivery == DeliveryMerge {
+		stopMerger, err := w.startMerger(ctx, p, deps.State, m)
+		if err != nil {
+			return err
+		}
+		defer stopMerger()
+	}
 	stopCtl, err := workflow.NewController(w.nc, w.js, w.cfg.Names, res.State, res.Audit, p, w.cfg.Log).Start(gateCtx)
 	if err != nil {
 		return err

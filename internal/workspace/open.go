@@ -179,8 +179,8 @@ func (m *Manager) descends(ctx context.Context, base, commit string) bool {
 // checkBranch refuses a branch that exists, here or on the remote, unless it
 // is at the base, at the head the task's last attempt recorded (which may
 // hold the agent's own commits), or Drover made it for the same workflow
-// and task on top of the same base (every commit after the base carries
-// their trailers). A
+// and task (every commit of it the base does not hold carries their
+// trailers). A
 // branch held by a kept worktree is detached there first.
 func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
 	refs, err := m.git.out(ctx, "", "--git-dir", m.mirror, "for-each-ref", "--format=%(refname)%00%(objectname)",
@@ -196,9 +196,9 @@ func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
 		if n := len(s.Replay); n > 0 && sha == s.Replay[n-1].Head {
 			continue // the task's own recorded head, agent commits included
 		}
-		if !m.descends(ctx, s.Base, sha) {
-			return fmt.Errorf("%w: %s is at %.12s, which does not descend from the base %.12s", ErrBranchExists, s.Branch, sha, s.Base)
-		}
+		// A branch need not descend from the base: a task the merge queue
+		// sent back is pinned again on the new target head, and its branch
+		// is taken over when what it holds beyond that base is Drover's.
 		out, err := m.git.out(ctx, "", "--git-dir", m.mirror, "log", "--max-count=1000",
 			"--format=%(trailers:key=Drover-Workflow,valueonly,separator=%x2C)%x00%(trailers:key=Drover-Task,valueonly,separator=%x2C)",
 			s.Base+".."+sha)

@@ -1,0 +1,55 @@
+package mergequeue_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/mergequeue"
+	"github.com/droverhq/drover/internal/workspace"
+)
+
+// An entry whose task no longer waits for it (cancelled, or finished by an
+// earlier delivery) is dropped and acked, never merged; the rest of its
+// batch is merged.
+func TestUnwantedEntryIsDropped(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, nil, 4)
+	base := git(t, bd.clone, "rev-parse", "origin/main")
+	keep := bd.branch("keep", base, map[string]string{"keep.txt": "keep\n"})
+	gone := bd.branch("gone", base, map[string]string{"gone.txt": "gone\n"})
+	bd.enqueue("gone", gone, 1)
+	bd.enqueue("keep", keep, 1)
+
+	sink := &timingSink{done: make(chan struct{}), want: 1, unwanted: map[string]bool{"gone": true}}
+	ctx, cancel := context.WithCancel(context.Background())
+	ws, err := workspace.New(workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, "m")}, nil)
+	require.NoError(t, err)
+	require.NoError(t, ws.Start(ctx))
+	m, err := mergequeue.New(ctx, bd.js, bd.names, mergequeue.Config{Target: "main", Batch: 4, LeaseTTL: 2 * time.Second},
+		mergequeue.GitRepo{M: ws}, sink, "m", nil, nil)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; _ = ws.Close() })
+
+	select {
+	case <-sink.done:
+	case <-time.After(time.Minute):
+		t.Fatal("keep was not merged")
+	}
+	_, err = gitTry(bd.remote, "merge-base", "--is-ancestor", keep, "main")
+	require.NoError(t, err)
+	_, err = gitTry(bd.remote, "merge-base", "--is-ancestor", gone, "main")
+	require.Error(t, err, "the dropped entry is not merged")
+	require.Eventually(t, func() bool { return m.Stats().Dropped == 1 }, 30*time.Second, 20*time.Millisecond)
+	log := bd.checkSessions()
+	var dropped []string
+	for _, r := range log {
+		dropped = append(dropped, r.Dropped...)
+	}
+	require.Equal(t, []string{"wf/gone/" + gone}, dropped)
+}

@@ -1,0 +1,66 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/droverhq/drover/internal/mergequeue"
+	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/redact"
+	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/internal/workspace"
+)
+
+// DeliveryMerge is Config.Delivery's value for the merge queue.
+const DeliveryMerge = "merge"
+
+// checkDelivery refuses a delivery mode the worker cannot run.
+func checkDelivery(cfg Config) error {
+	switch cfg.Delivery {
+	case "", "branch":
+		return nil
+	case DeliveryMerge:
+		if !cfg.Workspace.Enabled() {
+			return fmt.Errorf("%w: delivery merge needs workspaces (workspace.repo)", mergequeue.ErrInvalidConfig)
+		}
+		return cfg.Merge.Validate()
+	}
+	return fmt.Errorf("%w: delivery %.40q: must be branch or merge", mergequeue.ErrInvalidConfig, cfg.Delivery)
+}
+
+// mergeDeliverer is the Deliverer of delivery merge: approved branches
+// enter the queue of the configured target.
+func (w *Worker) mergeDeliverer(m *workspace.Manager) pipeline.Deliverer {
+	return mergequeue.Deliverer{JS: w.js, Names: mergequeue.NewNames(w.cfg.Names), Target: w.cfg.Merge.Target, Push: m}
+}
+
+// startMerger runs this worker's merger of the target until the returned
+// stop is called: it merges only while it holds the target's lease.
+func (w *Worker) startMerger(ctx context.Context, p *pipeline.Pipeline, st *state.Store, m *workspace.Manager) (stop func(), err error) {
+	// The feedback sent back to an agent masks the repository's
+	// credentials, as the workspace errors do.
+	cfg := m.Config()
+	red := redact.New(append(redact.URLSecrets(cfg.Repo), redact.URLSecrets(cfg.PushRemote)...)...)
+	mq, err := mergequeue.New(ctx, w.js, mergequeue.NewNames(w.cfg.Names), w.cfg.Merge, mergequeue.GitRepo{M: m},
+		mergequeue.PipelineSink{P: p, State: st}, holderName(w.id), red, w.cfg.Log)
+	if err != nil {
+		return nil, fmt.Errorf("merge queue: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mq.Run(ctx)
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// holderName names this merger in the merge log: the worker id and a
+// random suffix, so two workers with the same id are told apart.
+func holderName(id string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return id + "-" + hex.EncodeToString(b)
+}
