@@ -160,7 +160,15 @@ func TaskMsgID(workflow, task string) string { return IDToken(workflow) + "/" + 
 
 // ResumeMsgID is the Nats-Msg-Id of a request re-published by resume.
 func ResumeMsgID(workflow, task string, revision uint64) string {
-	return TaskMsgID(workflow, task) + "/resume/" + strconv.FormatUint(revision, 10)
+	return ParkedMsgID(workflow, task, "resume", revision)
+}
+
+// ParkedMsgID is the Nats-Msg-Id of a parked task's request published
+// again: "<wf token>/<task token>/<kind>/<revision>", kind naming what
+// sent it on (resume, review, merge, ...) and revision the state revision
+// it was published from, so two publishers of one change store one message.
+func ParkedMsgID(workflow, task, kind string, revision uint64) string {
+	return TaskMsgID(workflow, task) + "/" + kind + "/" + strconv.FormatUint(revision, 10)
 }
 
 // DLQMsgID is the Nats-Msg-Id of a DLQ entry, "dlq/<queue>/<stream seq>".

@@ -70,8 +70,9 @@ func decideClaim(v claimView) claimStep {
 	return claimOwn
 }
 
-// settled is the outcome of a task whose state is terminal (its outbox
-// published): ok=false while it runs or is parked.
+// settled is the outcome of a task whose state is terminal, or parked for
+// an outside actor (its outbox published): ok=false while it runs or is
+// paused.
 func settled(st subjects.TaskState) (Outcome, bool) {
 	switch st.State {
 	case subjects.StateCompleted:
@@ -80,6 +81,9 @@ func settled(st subjects.TaskState) (Outcome, bool) {
 		return Outcome{Action: Term, Terminal: subjects.EventTaskFailed, Reason: st.Reason}, true
 	case subjects.StateCancelled:
 		return Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}, true
+	}
+	if IsParked(st.State) { // a redelivery of the message that parked it
+		return Outcome{Action: Ack}, true
 	}
 	return Outcome{}, false
 }

@@ -100,14 +100,14 @@ func (p *Pipeline) cancel(ctx context.Context, t *taskRun, reason string, pendin
 	return Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}
 }
 
-// CancelParked ends a parked task of a cancelled workflow, from its state
+// CancelParked ends a paused or parked (awaiting_...) task of a cancelled workflow, from its state
 // cur as just read: it has no message to carry it, so the controller does
 // it. A task that is not parked (or already ended) is left to its owner and
 // reported as not cancelled; one whose state moved on since cur loses the
 // compare-and-set and is reported with the error.
 func (p *Pipeline) CancelParked(ctx context.Context, cur state.Task, reason string) (bool, error) {
 	workflow, task := cur.Workflow, cur.Task
-	if cur.State != subjects.StatePaused {
+	if cur.State != subjects.StatePaused && !IsParked(cur.State) {
 		return false, nil
 	}
 	var req subjects.TaskRequest

@@ -107,6 +107,9 @@ type Deps struct {
 	// run in, and records, caches, replays and pushes its change (nil:
 	// workspaces off).
 	Workspaces Workspaces
+	// Deliverer delivers approved tasks (nil: delivery "branch", the
+	// branch pushed when pushing is configured and the task completed).
+	Deliverer Deliverer
 }
 
 // DefaultWorker is the worker name of a Config without one.

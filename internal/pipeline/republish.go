@@ -2,9 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
@@ -15,20 +12,7 @@ import (
 // from the exact role where it stopped. Two publishers of the same parking
 // (the controller and the worker that parked it) store one message.
 func (p *Pipeline) Republish(ctx context.Context, st state.Task) error {
-	if st.State != subjects.StatePaused || len(st.Request) == 0 {
-		return nil
-	}
-	queue := st.Queue
-	if queue == "" {
-		queue = subjects.DefaultQueue
-	}
-	msg := &nats.Msg{Subject: p.d.Names.TaskSubject(queue), Header: nats.Header{}, Data: st.Request}
-	msg.Header.Set(subjects.HeaderMsgID, subjects.ResumeMsgID(st.Workflow, st.Task, st.Revision))
-	msg.Header.Set(subjects.HeaderContract, subjects.ContractVersion)
-	if _, err := p.d.JS.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("resume %s/%s: publish: %w", st.Workflow, st.Task, err)
-	}
-	return nil
+	return p.republish(ctx, st, "resume")
 }
 
 // settleParked closes the race between parking a task and a control action

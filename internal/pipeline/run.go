@@ -47,6 +47,8 @@ func (p *Pipeline) run(ctx context.Context, t *taskRun) Outcome {
 			if out, done := p.roundStage(ctx, t); done {
 				return out
 			}
+		case StageDeliver:
+			return p.deliverStage(ctx, t)
 		default:
 			return p.nakOutcome(p.taskLog(t, ""), t.d, fmt.Errorf("task %s/%s has unknown stage %q", t.req.Workflow, t.req.ID, t.st.Stage))
 		}
@@ -139,39 +141,8 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	}
 	switch {
 	case rr.res.Action == subjects.VerdictApprove:
-		pushed, err := p.pushWorkspace(ctx, t)
-		switch {
-		case errors.Is(err, ErrPushRejected):
-			return p.fail(ctx, t, round, subjects.ReasonPushRejected, err.Error(), items, setOutputs), true
-		case err != nil:
-			// Stopping, or the push cannot be waited for: keep the
-			// implementer's recorded change, not the verdict, which the
-			// next delivery gives again (from the cache) before it pushes.
-			return p.roleFailed(ctx, t, subjects.RoleJudge, round, err, 0, pending, keepChange), true
-		}
-		fields := map[string]any{"change": json.RawMessage(change), "verdict": json.RawMessage(rr.res.Output), "attempts": round}
-		if pushed != nil {
-			fields["workspace"] = pushed
-		}
-		result, err := p.shrink(ctx, mustJSON(fields))
-		if err != nil {
-			return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
-		}
-		items = append(items, p.completedEvent(t, round, result))
-		err = p.commit(ctx, t, func(s *subjects.TaskState) {
-			setOutputs(s)
-			s.State, s.Stage, s.Result, s.Feedback = subjects.StateCompleted, subjects.StageDone, result, ""
-			if pushed != nil && pushed.Pushed && s.Workspace != nil {
-				w := *s.Workspace
-				w.Pushed = true
-				s.Workspace = &w
-			}
-		}, items...)
-		if err != nil {
-			return p.errOutcome(t, err), true
-		}
-		p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskCompleted)
-		return Outcome{Action: Ack, Terminal: subjects.EventTaskCompleted}, true
+		return p.deliverApproved(ctx, t, approved{attempt: round, change: change, verdict: rr.res.Output,
+			retryItems: pending, retryKeep: keepChange}, items, setOutputs), true
 	case round >= t.req.MaxAttempts:
 		p.learn(ctx, t, subjects.RoleJudge, round, "rejected", fmt.Sprintf("the judge rejected attempt %d, the last allowed", round), rr.res.Reasoning, subjects.EventJudgeVerdict)
 		return p.fail(ctx, t, round, subjects.ReasonMaxAttempts,
