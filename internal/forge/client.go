@@ -135,6 +135,29 @@ func (c *Client) open(ctx context.Context, r Request) (*subjects.PullRequestResu
 	if r.Branch == "" || r.Base == "" {
 		return nil, fmt.Errorf("%w: %w: no branch or no base", ErrPermanent, ErrRejected)
 	}
+	// The find-then-create (or update) sequence is what is tried again, not
+	// one call: a create whose answer was lost (a 502 from a proxy after
+	// the forge opened the request) is found by the next try's find.
+	for try := 1; ; try++ {
+		pr, err := c.findThenWrite(ctx, r)
+		var tr *transient
+		if !errors.As(err, &tr) {
+			return pr, err
+		}
+		if try >= c.tries {
+			return nil, fmt.Errorf("%d tries: %w", c.tries, err)
+		}
+		wait := tr.wait
+		if wait <= 0 {
+			wait = c.retry.Delay(try)
+		}
+		if serr := backoff.Sleep(ctx, min(wait, MaxWait)); serr != nil {
+			return nil, fmt.Errorf("%w (after: %w)", serr, err)
+		}
+	}
+}
+
+func (c *Client) findThenWrite(ctx context.Context, r Request) (*subjects.PullRequestResult, error) {
 	pr, err := c.api.find(ctx, r.Branch)
 	if err != nil {
 		return nil, err
@@ -145,9 +168,21 @@ func (c *Client) open(ctx context.Context, r Request) (*subjects.PullRequestResu
 	return c.api.create(ctx, r)
 }
 
+// transient is a failure another try may not have: a server error, a
+// network error, a rate limit. wait is how long the forge asked to wait
+// (zero: it did not say).
+type transient struct {
+	wait time.Duration
+	err  error
+}
+
+func (e *transient) Error() string { return e.err.Error() }
+func (e *transient) Unwrap() error { return e.err }
+
 // call sends one request to the API (path is escaped already, relative to
 // the API URL) with in as its JSON body (nil: none), and decodes the
-// answer into out (nil: discarded). Transient failures are tried again.
+// answer into out (nil: discarded). A failure another try may not have is
+// a *transient.
 func (c *Client) call(ctx context.Context, method, path string, query url.Values, in, out any) error {
 	var body []byte
 	if in != nil {
@@ -160,28 +195,16 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}
-	what := method + " " + path
-	var last error
-	for try := 1; try <= c.tries; try++ {
-		wait, err := c.once(ctx, method, target, body, out)
-		if err == nil || errors.Is(err, ErrPermanent) {
-			if err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
-			return nil
-		}
-		last = err
-		if try == c.tries {
-			break
-		}
-		if wait <= 0 {
-			wait = c.retry.Delay(try)
-		}
-		if err := backoff.Sleep(ctx, min(wait, MaxWait)); err != nil {
-			return fmt.Errorf("%s: %w (after: %w)", what, err, last)
-		}
+	wait, err := c.once(ctx, method, target, body, out)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrPermanent):
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s %s: %w (after: %w)", method, path, ctx.Err(), err)
 	}
-	return fmt.Errorf("%s: %d tries: %w", what, c.tries, last)
+	return &transient{wait: wait, err: fmt.Errorf("%s %s: %w", method, path, err)}
 }
 
 // once sends the request once. A transient failure returns how long to

@@ -30,8 +30,8 @@ const (
 const (
 	// DefaultTimeout bounds one HTTP request.
 	DefaultTimeout = 30 * time.Second
-	// DefaultTries is how many times a request that failed for a
-	// transient reason (5xx, network, rate limit) is tried in all.
+	// DefaultTries is how many times Open tries when a request fails for
+	// a transient reason (5xx, network, rate limit).
 	DefaultTries = 6
 	// MaxWait caps one wait for a rate limit (Retry-After,
 	// X-RateLimit-Reset); a longer limit is waited for in steps of this,

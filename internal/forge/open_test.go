@@ -91,6 +91,27 @@ func TestOpenIsIdempotent(t *testing.T) {
 	}
 }
 
+// A create whose answer is lost (the forge opened the request, a proxy
+// answered 502) is not sent again: the next try finds the request.
+func TestOpenLostAnswerDoesNotOpenTwice(t *testing.T) {
+	t.Parallel()
+	for _, kind := range forge.Forges {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f := forgetest.New(t, kind, "acme/app", token)
+			f.LoseCreates(1)
+			c := client(t, f, kind, token, nil)
+			pr, err := c.Open(context.Background(), forge.Request{Branch: "drover/wf/T1", Base: "main", Title: "t", Body: "b"})
+			require.NoError(t, err)
+			assert.Equal(t, 1, pr.Number)
+			assert.Len(t, f.Pulls(), 1)
+			p := paths[kind]
+			assert.Equal(t, 1, f.Count(http.MethodPost, p.create), "created once")
+			assert.Equal(t, 1, f.Count(p.updateMethod, p.update), "then found and updated")
+		})
+	}
+}
+
 func TestOpenTwoBranchesTwoRequests(t *testing.T) {
 	t.Parallel()
 	f := forgetest.New(t, forge.GitHub, "acme/app", token)
@@ -177,7 +198,7 @@ func TestOpenGivesUpOnLastingServerErrors(t *testing.T) {
 	_, err := c.Open(context.Background(), forge.Request{Branch: "b", Base: "main", Title: "t", Body: "x"})
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, forge.ErrPermanent, "a forge that is down is retried later, the task not failed")
-	assert.Contains(t, err.Error(), "4 tries: 503 Service Unavailable: maintenance")
+	assert.Contains(t, err.Error(), "4 tries: GET /projects/acme%2Fapp/merge_requests: 503 Service Unavailable: maintenance")
 	assert.Len(t, f.Calls(), 4)
 }
 

@@ -55,6 +55,9 @@ type Server struct {
 	// before answers a request before the fake does (rate limits, server
 	// errors); a zero Answer lets the fake answer.
 	before func(r *http.Request) Answer
+	// lose is how many more creates are carried out and then answered
+	// 502, as by a proxy that lost the forge's answer.
+	lose int
 }
 
 // New starts a fake of forge (github, gitea or gitlab) for repo
@@ -84,6 +87,14 @@ func (s *Server) Reject(head, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reject[head] = message
+}
+
+// LoseCreates makes the next n creates open their request and then answer
+// 502 Bad Gateway (the answer lost on its way back).
+func (s *Server) LoseCreates(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose = n
 }
 
 // Before sets a function that may answer each request first.
@@ -148,14 +159,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	rec := httptest.NewRecorder()
 	switch s.forge {
 	case "github":
-		s.github(w, r, raw)
+		s.github(rec, r, raw)
 	case "gitea":
-		s.gitea(w, r, raw)
+		s.gitea(rec, r, raw)
 	case "gitlab":
-		s.gitlab(w, r, raw)
+		s.gitlab(rec, r, raw)
 	}
+	if rec.Code == http.StatusCreated && s.lose > 0 {
+		s.lose--
+		writeJSON(w, http.StatusBadGateway, map[string]any{"message": "bad gateway"})
+		return
+	}
+	for k, vs := range rec.Header() {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 func (s *Server) authValue(h http.Header) string {
