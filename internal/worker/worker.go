@@ -21,6 +21,7 @@ import (
 	"github.com/droverhq/drover/internal/blobs"
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/forge"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/runner"
@@ -83,6 +84,11 @@ type Config struct {
 	// empty). Its MaxWorktrees defaults to Concurrency, so the worker never
 	// holds more worktrees than its pool has slots, plus those kept.
 	Workspace workspace.Config
+	// PullRequests, when set, delivers approved tasks as pull requests
+	// (delivery pull_request): each pushed branch gets one opened, or
+	// updated when the task is delivered again. It needs Workspace with
+	// Push on. Nil: the branch is pushed only (delivery branch).
+	PullRequests *forge.Client
 }
 
 // Worker is a running (or runnable) worker.
@@ -151,6 +157,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		if err := cfg.Workspace.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.PullRequests != nil && (!cfg.Workspace.Enabled() || !cfg.Workspace.Push) {
+		return nil, errors.New("delivery pull_request needs workspaces with push on (workspace.repo, workspace.push)")
 	}
 	cfg.Streams.Names = cfg.Names
 	cfg.Pipeline.MaxDeliver = cfg.Consumer.MaxDeliver
@@ -244,6 +253,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}()
 		w.ws.Store(m)
 		deps.Workspaces = newWorkspaces(m)
+		if w.cfg.PullRequests != nil {
+			deps.Deliverer = newPullRequests(w.cfg.PullRequests, w.cfg.Workspace.BaseRef)
+		}
 	}
 	h := newHandler(func(maxDeliver int) *pipeline.Pipeline {
 		pc := w.cfg.Pipeline
