@@ -71,6 +71,10 @@ type File struct {
 	// Workspaces section). Off when workspace.repo is empty, as by
 	// default. Each key has a --workspace-* flag of the same name.
 	Workspace workspace.Config `yaml:"workspace"`
+	// Delivery is what becomes of approved branches: delivery (branch,
+	// merge, pull_request) and the pull_request block (see the README's
+	// Workspaces section). Each key has a --delivery or --pr-* flag.
+	Delivery `yaml:",inline"`
 }
 
 // Worker is the worker's part of the file. Zero means the default noted,

@@ -35,6 +35,7 @@ func (f *File) Validate() error {
 			v.errs = append(v.errs, err)
 		}
 	}
+	f.Delivery.validate(&v)
 	if f.Workspace.Enabled() {
 		ws := f.Workspace // Validate fills defaults: check a copy
 		if ws.Dir == "" {
