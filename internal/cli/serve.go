@@ -47,6 +47,7 @@ type serveFlags struct {
 	// workspace: the --workspace-* flags, merged with the file's
 	// workspace: block (setup and cleanup commands come from the file only).
 	workspace   workspace.Config
+	delivery    deliveryFlags // --delivery and --pr-*, merged with the file's keys
 	console     bool
 	consoleAuth consoleAuthFlags
 }
@@ -119,6 +120,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.IntVar(&f.replicas, "replicas", 1, "stream and bucket replicas (3 on a 3-node cluster)")
 	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
 	addWorkspaceFlags(fl, &f.workspace)
+	addDeliveryFlags(fl, &f.delivery)
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
 	addFailpointFlags(fl, &f) // fault-drill flags: only in a build with -tags failpoints
 	fl.StringVar(&f.seedFile, "submit", "", "once ready, submit the tasks of this file (as drover submit --file FILE --wait), show the summary, keep serving")
@@ -144,6 +146,10 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		return fmt.Errorf("--gc-interval %s: must not be negative", f.gcInterval)
 	}
 	if err := f.gc.options(g, false).Validate(); err != nil {
+		return err
+	}
+	prs, err := pullRequests(f.delivery, workspaceConfig(f), os.Getenv)
+	if err != nil {
 		return err
 	}
 	id := f.workerID
@@ -221,6 +227,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Tracer:       tracer,
 		Ledger:       led,
 		Workspace:    workspaceConfig(f),
+		PullRequests: prs,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},
