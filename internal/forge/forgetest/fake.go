@@ -58,6 +58,9 @@ type Server struct {
 	// lose is how many more creates are carried out and then answered
 	// 502, as by a proxy that lost the forge's answer.
 	lose int
+	// afterCreate runs once a create is carried out, before it is
+	// answered (without the lock held: it may block).
+	afterCreate func()
 }
 
 // New starts a fake of forge (github, gitea or gitlab) for repo
@@ -95,6 +98,14 @@ func (s *Server) LoseCreates(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lose = n
+}
+
+// AfterCreate sets a function run after each create is carried out and
+// before it is answered; it may block (a worker killed meanwhile).
+func (s *Server) AfterCreate(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.afterCreate = f
 }
 
 // Before sets a function that may answer each request first.
@@ -157,9 +168,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.errorf(w, r, http.StatusUnsupportedMediaType, "Content-Type %q, want application/json", r.Header.Get("Content-Type"))
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	rec := httptest.NewRecorder()
+	s.mu.Lock()
 	switch s.forge {
 	case "github":
 		s.github(rec, r, raw)
@@ -168,8 +178,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "gitlab":
 		s.gitlab(rec, r, raw)
 	}
-	if rec.Code == http.StatusCreated && s.lose > 0 {
+	created := rec.Code == http.StatusCreated && r.Method == http.MethodPost
+	lose := created && s.lose > 0
+	if lose {
 		s.lose--
+	}
+	after := s.afterCreate
+	s.mu.Unlock()
+	if created && after != nil {
+		after()
+	}
+	if lose {
 		writeJSON(w, http.StatusBadGateway, map[string]any{"message": "bad gateway"})
 		return
 	}
