@@ -29,6 +29,9 @@ type Actor string
 // ActorSystem writes the events that are not a role's result.
 const ActorSystem Actor = "system"
 
+// ActorHuman writes the events of a person's decision (review_decided).
+const ActorHuman Actor = "human"
+
 // ActorOf returns the actor of a role's events.
 func ActorOf(r Role) Actor { return Actor(r) }
 

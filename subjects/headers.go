@@ -56,7 +56,7 @@ const (
 var Reasons = []Reason{
 	ReasonInvalidJSON, ReasonMissingField, ReasonInvalidValue, ReasonTooLarge,
 	ReasonDuplicateID, ReasonWorkflowCancelled, ReasonMaxAttempts, ReasonMaxDeliveries,
-	ReasonRoleFailed, ReasonBudgetExceeded, ReasonPushRejected, ReasonPRFailed,
+	ReasonRoleFailed, ReasonBudgetExceeded, ReasonPushRejected, ReasonReviewExpired, ReasonPRFailed,
 }
 
 // MaxTraceparentLen bounds the traceparent header Drover reads: version 00

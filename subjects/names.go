@@ -135,6 +135,15 @@ func (n Names) CtlSubject(workflow, action string) string {
 // CtlWildcard matches every workflow control request.
 func (n Names) CtlWildcard() string { return n.prefix + ".ctl.workflow.*.*" }
 
+// ReviewSubject is the request subject of a review decision on a task,
+// "<prefix>.ctl.review.<wf token>.<task token>".
+func (n Names) ReviewSubject(workflow, task string) string {
+	return n.prefix + ".ctl.review." + IDToken(workflow) + "." + IDToken(task)
+}
+
+// ReviewWildcard matches every review decision request.
+func (n Names) ReviewWildcard() string { return n.prefix + ".ctl.review.*.*" }
+
 // StateKey is the drover_state key of a task, "<wf>.<task>".
 func StateKey(workflow, task string) string { return IDToken(workflow) + "." + IDToken(task) }
 

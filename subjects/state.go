@@ -60,6 +60,8 @@ type TaskState struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// Workspace is the task's pinned workspace (workspaces on only).
 	Workspace *TaskWorkspace `json:"workspace,omitempty"`
+	// Review is the task's review gate record, once it asked for one.
+	Review *TaskReview `json:"review,omitempty"`
 	// StartedAt is when the task was first picked up.
 	StartedAt time.Time `json:"started_at,omitempty"`
 	// Outbox holds the audit events (and DLQ entry) committed with this

@@ -33,7 +33,11 @@ type TaskRequest struct {
 	// board's Branch column fills it). It must be a valid branch name
 	// (ValidBranch); empty means the worker's branch template. Without
 	// workspaces it is carried and ignored.
-	Branch   string                     `json:"branch,omitempty"`
+	Branch string `json:"branch,omitempty"`
+	// Review is the task's review gate: ReviewOff, ReviewAfterJudge or
+	// ReviewInstead (optional; a board's Review column fills it); empty
+	// means the worker's default for the queue.
+	Review   string                     `json:"review,omitempty"`
 	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
 }
 
@@ -61,6 +65,9 @@ func (r *TaskRequest) Validate() error {
 		if err := ValidBranch(r.Branch); err != nil {
 			return fmt.Errorf("branch: %w", err)
 		}
+	}
+	if r.Review != "" && !ValidReviewMode(r.Review) {
+		return fmt.Errorf("review: %.40q is not %s, %s or %s", r.Review, ReviewOff, ReviewAfterJudge, ReviewInstead)
 	}
 	return nil
 }
@@ -160,6 +167,7 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 	_, idPresent := top["id"]
 	_, scopePresent := top["scope"]
 	_, branchPresent := top["branch"]
+	_, reviewPresent := top["review"]
 	rej := func(e *RejectError) (TaskRequest, *RejectError) {
 		if ValidateID(req.Workflow) == nil {
 			e.Workflow = req.Workflow
@@ -175,7 +183,7 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 	for _, f := range []struct {
 		key string
 		dst *string
-	}{{"workflow", &req.Workflow}, {"id", &req.ID}, {"scope", &req.Scope}, {"verification", &req.Verification}, {"type", &req.Type}, {"branch", &req.Branch}} {
+	}{{"workflow", &req.Workflow}, {"id", &req.ID}, {"scope", &req.Scope}, {"verification", &req.Verification}, {"type", &req.Type}, {"branch", &req.Branch}, {"review", &req.Review}} {
 		raw, ok := top[f.key]
 		if !ok {
 			continue
@@ -236,6 +244,8 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 		return rej(reject(ReasonMissingField, "scope is required"))
 	case branchPresent && req.Branch == "":
 		return rej(reject(ReasonInvalidValue, "branch is empty (leave it out for the worker's branch template)"))
+	case reviewPresent && req.Review == "":
+		return rej(reject(ReasonInvalidValue, "review is empty (leave it out for the queue's default)"))
 	}
 	if err := req.Validate(); err != nil {
 		return rej(reject(ReasonInvalidValue, "%v", err))

@@ -84,6 +84,13 @@ func TestDecodeTaskAccepts(t *testing.T) {
 			assert.Equal(t, "feature/T1.3", r.Branch)
 			assert.NotContains(t, r.Metadata, "unknown_fields")
 		}},
+		{"review instead", withField("review", `"instead"`), func(t *testing.T, r subjects.TaskRequest) {
+			assert.Equal(t, subjects.ReviewInstead, r.Review)
+			assert.NotContains(t, r.Metadata, "unknown_fields")
+		}},
+		{"review after_judge", withField("review", `"after_judge"`), func(t *testing.T, r subjects.TaskRequest) {
+			assert.Equal(t, subjects.ReviewAfterJudge, r.Review)
+		}},
 		{"128-byte id", `{"id":"` + strings.Repeat("i", 128) + `","workflow":"wf","scope":"s"}`, func(t *testing.T, r subjects.TaskRequest) {
 			assert.Len(t, r.ID, 128)
 		}},
@@ -208,6 +215,9 @@ func TestDecodeTaskRejects(t *testing.T) {
 		{name: "branch ends .lock", body: withField("branch", `"x/y.lock"`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
 		{name: "branch empty", body: withField("branch", `""`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
 		{name: "branch not a string", body: withField("branch", `1`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
+		{name: "review unknown", body: withField("review", `"later"`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
+		{name: "review empty", body: withField("review", `""`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
+		{name: "review not a string", body: withField("review", `true`), reason: subjects.ReasonInvalidValue, workflow: "wf", task: "T1"},
 		{name: "trailing NUL", body: minimal + "\x00", reason: subjects.ReasonInvalidJSON},
 		{name: "invalid UTF-8 in a string", body: `{"id":"T` + "\xff" + `","workflow":"wf","scope":"s"}`, reason: subjects.ReasonInvalidJSON},
 		{name: "invalid UTF-8 outside strings", body: minimal + "\xc3", reason: subjects.ReasonInvalidJSON},

@@ -85,6 +85,9 @@ type Task struct {
 	// Budget is the task's budget in USD ("" none; "$" allowed before the
 	// number), sent as metadata.budget_usd.
 	Budget string
+	// Review is the task's review gate (off, after_judge or instead; ""
+	// the queue's default), sent as the request's review field.
+	Review string
 	// Cells holds every cell as written (trimmed, escapes kept), in column
 	// order, extra columns included.
 	Cells []string

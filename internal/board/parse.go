@@ -15,14 +15,15 @@ const (
 	ColVerification = "Verification"
 	ColType         = "Type"
 	ColBudget       = "Budget"
+	ColReview       = "Review"
 	ColNotes        = "Notes"
 )
 
 // known lists the columns Drover reads, in canonical spelling.
-var known = []string{ColID, ColScope, ColStatus, ColBranch, ColVerification, ColType, ColBudget}
+var known = []string{ColID, ColScope, ColStatus, ColBranch, ColVerification, ColType, ColBudget, ColReview}
 
 // columns holds the index of each known column, -1 when absent.
-type columns struct{ id, scope, status, branch, verification, typ, budget int }
+type columns struct{ id, scope, status, branch, verification, typ, budget, review int }
 
 // table is one task table: a header, a separator, rows.
 type table struct {
@@ -68,7 +69,7 @@ func (r *row) parse(s string) {
 	}
 	r.task = Task{
 		Line: r.line + 1, ID: get(idx.id), Scope: get(idx.scope), Status: statusOf(marker), Marker: marker,
-		Branch: get(idx.branch), Verification: get(idx.verification), Type: get(idx.typ), Budget: get(idx.budget), Cells: ts,
+		Branch: get(idx.branch), Verification: get(idx.verification), Type: get(idx.typ), Budget: get(idx.budget), Review: get(idx.review), Cells: ts,
 	}
 }
 
@@ -76,8 +77,8 @@ func (r *row) parse(s string) {
 // false unless ID, Scope and Status are all present. dups lists each later
 // cell that repeats a known column: its index and the first one's.
 func headerColumns(names []string) (c columns, ok bool, dups [][2]int) {
-	c = columns{-1, -1, -1, -1, -1, -1, -1}
-	ptr := []*int{&c.id, &c.scope, &c.status, &c.branch, &c.verification, &c.typ, &c.budget}
+	c = columns{-1, -1, -1, -1, -1, -1, -1, -1}
+	ptr := []*int{&c.id, &c.scope, &c.status, &c.branch, &c.verification, &c.typ, &c.budget, &c.review}
 	for i, n := range names {
 		for k, want := range known {
 			if !strings.EqualFold(strings.TrimSpace(n), want) {

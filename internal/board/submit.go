@@ -65,6 +65,7 @@ func (b *Board) Requests(workflow, typ string) []subjects.TaskRequest {
 		req := subjects.TaskRequest{
 			ID: t.ID, Workflow: workflow, Scope: t.Scope, Verification: t.Verification, Type: t.Type,
 			Branch:   t.Branch,
+			Review:   t.Review,
 			Metadata: map[string]json.RawMessage{MetaKey: meta, LineKey: json.RawMessage(strconv.Itoa(t.Line))},
 		}
 		if req.Type == "" {

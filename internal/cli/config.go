@@ -212,6 +212,7 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	override(fs, "blob-max-age", &f.gc.blobMaxAge, w.BlobMaxAge)
 	mergeWorkspace(fs, &f.workspace, file.Workspace)
 	mergeDelivery(fs, &f.delivery, file.Delivery)
+	mergeReview(fs, &f.review, file.Review)
 	override(fs, "prompts", &f.prompts, file.PromptsDir)
 	prompts, err := prompt.Load(f.prompts)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/config"
 	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/ops"
@@ -48,6 +49,7 @@ type serveFlags struct {
 	// workspace: block (setup and cleanup commands come from the file only).
 	workspace   workspace.Config
 	delivery    deliveryFlags // --delivery and --pr-*, merged with the file's keys
+	review      config.Review // --review*, with the file's review: block
 	console     bool
 	consoleAuth consoleAuthFlags
 }
@@ -121,6 +123,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
 	addWorkspaceFlags(fl, &f.workspace)
 	addDeliveryFlags(fl, &f.delivery)
+	addReviewFlags(fl, &f.review)
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
 	addFailpointFlags(fl, &f) // fault-drill flags: only in a build with -tags failpoints
 	fl.StringVar(&f.seedFile, "submit", "", "once ready, submit the tasks of this file (as drover submit --file FILE --wait), show the summary, keep serving")
@@ -141,6 +144,9 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	scope, err := lessons.ParseScope(f.lessonsScope)
 	if err != nil {
 		return fmt.Errorf("--lessons-scope: %w", err)
+	}
+	if err := checkReview(f.review); err != nil {
+		return err
 	}
 	if f.gcInterval < 0 {
 		return fmt.Errorf("--gc-interval %s: must not be negative", f.gcInterval)
@@ -232,6 +238,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},
 			AfterCommit: stopAfterCommits(f.stopAfter),
+			Review:      pipeline.ReviewPolicy{Mode: f.review.Mode, Queues: f.review.Queues, ExpireAfter: f.review.ExpireAfter},
 		},
 	})
 	if err != nil {

@@ -75,6 +75,9 @@ type File struct {
 	// merge, pull_request) and the pull_request block (see the README's
 	// Workspaces section). Each key has a --delivery or --pr-* flag.
 	Delivery `yaml:",inline"`
+	// Review is the review gate: whether a person reviews approved tasks
+	// (see the README's Review section). Off by default.
+	Review Review `yaml:"review"`
 }
 
 // Worker is the worker's part of the file. Zero means the default noted,

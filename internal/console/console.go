@@ -128,6 +128,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET "+s.base+"/dlq/{seq}", s.page(s.dlqEntryPage))
 	m.HandleFunc("POST "+s.base+"/dlq/{seq}/redrive", s.page(s.redriveAction))
 	m.HandleFunc("GET "+s.base+"/reviews", s.page(s.reviewsPage))
+	m.HandleFunc("POST "+s.base+"/reviews/{wf}/{task}/{decision}", s.page(s.reviewAction))
 	m.HandleFunc("GET "+s.base+"/events", s.events)
 	s.mux = m
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,6 +31,7 @@ var names = subjects.MustNames(subjects.DefaultPrefix)
 // controller answering control requests, served by httptest.
 type fixture struct {
 	t   *testing.T
+	nc  *nats.Conn
 	js  jetstream.JetStream
 	kv  jetstream.KeyValue
 	srv *httptest.Server
@@ -55,7 +57,7 @@ func newFixture(t *testing.T, auth console.Auth) *fixture {
 	}
 	srv := httptest.NewServer(cs.Handler())
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, js: js, kv: res.State, srv: srv}
+	return &fixture{t: t, nc: nc, js: js, kv: res.State, srv: srv}
 }
 
 // putTask writes a task's state as a worker would.

@@ -388,7 +388,3 @@ func (s *Server) dlqEntryPage(w http.ResponseWriter, r *http.Request) error {
 		"E": v, "Body": body, "Redrivable": red == nil, "NotRedrivable": red,
 	}, nil)
 }
-
-func (s *Server) reviewsPage(w http.ResponseWriter, r *http.Request) error {
-	return s.render(w, r, "reviews", "Reviews", "reviews", nil, nil)
-}

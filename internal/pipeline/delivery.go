@@ -244,6 +244,3 @@ func (p *Pipeline) deliverStage(ctx context.Context, t *taskRun) Outcome {
 	a := approved{attempt: t.st.Attempt, change: change, verdict: verdict, review: t.review()}
 	return p.deliverApproved(ctx, t, a, nil, nil)
 }
-
-// review is the person's decision the task was approved with, if any.
-func (t *taskRun) review() *ReviewDecision { return nil }

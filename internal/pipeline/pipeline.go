@@ -131,6 +131,8 @@ type Config struct {
 	RetryBase, RetryMax time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Review is the review gate (default: off for every queue).
+	Review ReviewPolicy
 	// AfterCommit, when set, runs after each state write and before its
 	// outbox is published: a failpoint for fault drills.
 	AfterCommit func()

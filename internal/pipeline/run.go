@@ -125,6 +125,10 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	if out, stop := p.gate(ctx, t, pending, keepChange); stop {
 		return out, true
 	}
+	if p.reviewMode(t) == subjects.ReviewInstead {
+		// A person is the judge: the judge role does not run.
+		return p.requestReview(ctx, t, round, nil, pending, keepChange), true
+	}
 	jreq := runner.Request{Role: subjects.RoleJudge, Task: t.req, Attempt: round, Plan: plan, Change: change}
 	t.judgeWorkspace(&jreq)
 	rr, err := p.role(ctx, t, jreq)
@@ -140,6 +144,8 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		s.Outputs[subjects.RoleJudge] = rr.key
 	}
 	switch {
+	case rr.res.Action == subjects.VerdictApprove && p.reviewMode(t) == subjects.ReviewAfterJudge:
+		return p.requestReview(ctx, t, round, rr.stored, items, setOutputs), true
 	case rr.res.Action == subjects.VerdictApprove:
 		return p.deliverApproved(ctx, t, approved{attempt: round, change: change, verdict: rr.res.Output,
 			retryItems: pending, retryKeep: keepChange}, items, setOutputs), true

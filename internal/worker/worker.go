@@ -24,6 +24,7 @@ import (
 	"github.com/droverhq/drover/internal/forge"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/review"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/workflow"
@@ -84,11 +85,14 @@ type Config struct {
 	// empty). Its MaxWorktrees defaults to Concurrency, so the worker never
 	// holds more worktrees than its pool has slots, plus those kept.
 	Workspace workspace.Config
-	// PullRequests, when set, delivers approved tasks as pull requests
-	// (delivery pull_request): each pushed branch gets one opened, or
-	// updated when the task is delivered again. It needs Workspace with
-	// Push on. Nil: the branch is pushed only (delivery branch).
+	// PullRequests, when set, is the Deliverer (delivery pull_request):
+	// each pushed branch gets its pull request opened, or updated when the
+	// task is delivered again. It needs Workspace with Push on, and no
+	// Deliverer.
 	PullRequests *forge.Client
+	// Deliverer delivers approved tasks (nil: delivery "branch", see
+	// pipeline.Deliverer).
+	Deliverer pipeline.Deliverer
 }
 
 // Worker is a running (or runnable) worker.
@@ -110,6 +114,7 @@ type Worker struct {
 
 	deps []Dependency                      // Config.Dependencies and the runners' health checks
 	ws   atomic.Pointer[workspace.Manager] // set once started, workspaces on
+	pipe atomic.Pointer[pipeline.Pipeline] // set once started
 
 	probeMu  sync.Mutex // guards the cached JetStream check
 	probedAt time.Time
@@ -161,6 +166,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.PullRequests != nil && (!cfg.Workspace.Enabled() || !cfg.Workspace.Push) {
 		return nil, errors.New("delivery pull_request needs workspaces with push on (workspace.repo, workspace.push)")
 	}
+	if cfg.PullRequests != nil && cfg.Deliverer != nil {
+		return nil, errors.New("both PullRequests and a Deliverer: one delivery mode at a time")
+	}
 	cfg.Streams.Names = cfg.Names
 	cfg.Pipeline.MaxDeliver = cfg.Consumer.MaxDeliver
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(10*time.Second))
@@ -188,6 +196,11 @@ func (w *Worker) Started() <-chan struct{} { return w.started }
 // Workspaces returns the worker's workspace manager once it has started;
 // nil when workspaces are off or before Run prepared them.
 func (w *Worker) Workspaces() *workspace.Manager { return w.ws.Load() }
+
+// Pipeline returns the worker's pipeline once it has started (nil
+// before): outside actors finish parked tasks with it (CompleteParked,
+// RetryParked, ...).
+func (w *Worker) Pipeline() *pipeline.Pipeline { return w.pipe.Load() }
 
 // Pool returns the worker's pool, for its counters.
 func (w *Worker) Pool() *consumers.Pool { return w.pool }
@@ -235,6 +248,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Lessons:   w.cfg.Lessons,
 		Tracer:    w.cfg.Tracer,
 		Ledger:    w.cfg.Ledger,
+		Deliverer: w.cfg.Deliverer,
 	}
 	if w.cfg.Workspace.Enabled() {
 		m, err := workspace.New(w.cfg.Workspace, w.cfg.Log)
@@ -263,11 +277,17 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		return pipeline.New(deps, pc)
 	})
 	p := h.pipeline(w.cfg.Consumer.MaxDeliver)
+	w.pipe.Store(p)
 	stopCtl, err := workflow.NewController(w.nc, w.js, w.cfg.Names, res.State, res.Audit, p, w.cfg.Log).Start(gateCtx)
 	if err != nil {
 		return err
 	}
 	defer stopCtl()
+	stopReview, err := review.New(w.nc, w.cfg.Names, res.State, p, w.cfg.Log, w.cfg.Pipeline.Review.ExpireAfter).Start(gateCtx)
+	if err != nil {
+		return err
+	}
+	defer stopReview()
 	cm, _ := w.cfg.Metrics.(consumers.Metrics)
 	var ch consumers.Handler = h
 	if w.cfg.Middleware != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -54,8 +55,8 @@ func (c *Controller) settleTasks(ctx context.Context, wf, action, reason string)
 	}
 	for _, id := range tasks {
 		st, err := c.store.GetTask(ctx, wf, id)
-		if err != nil || st.State != subjects.StatePaused {
-			continue
+		if err != nil || (st.State != subjects.StatePaused && !pipeline.IsParked(st.State)) {
+			continue // parked (awaiting review, merge, ...) tasks are cancelled too
 		}
 		switch action {
 		case ActionResume:

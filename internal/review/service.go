@@ -1,0 +1,180 @@
+package review
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/subjects"
+)
+
+// QueueGroup is the queue group of the review services: exactly one
+// worker answers each decision.
+const QueueGroup = "drover-review"
+
+// Service answers review decisions and, with an expiry, sweeps expired
+// reviews.
+type Service struct {
+	nc    *nats.Conn
+	names subjects.Names
+	kv    jetstream.KeyValue
+	store *state.Store
+	pipe  *pipeline.Pipeline
+	log   *slog.Logger
+	// Expire is review.expire_after (0: no sweep). Reviews carry their
+	// deadline in their state; a worker without it does not sweep.
+	Expire time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// New returns a review service; pipe applies the decisions.
+func New(nc *nats.Conn, names subjects.Names, kv jetstream.KeyValue, pipe *pipeline.Pipeline, log *slog.Logger, expire time.Duration) *Service {
+	return &Service{nc: nc, names: names, kv: kv, store: state.New(kv), pipe: pipe, log: log, Expire: expire, Now: time.Now}
+}
+
+// Start subscribes to the review subjects and starts the expiry sweep; the
+// returned stop drains the subscription and ends the sweep.
+func (s *Service) Start(ctx context.Context) (stop func(), err error) {
+	sub, err := s.nc.QueueSubscribe(s.names.ReviewWildcard(), QueueGroup, func(m *nats.Msg) {
+		reply := s.handle(ctx, m)
+		b, _ := json.Marshal(reply)
+		if err := m.Respond(b); err != nil && m.Reply != "" {
+			s.log.Warn("review: could not reply", "subject", m.Subject, "err", err)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("review: subscribe %s: %w", s.names.ReviewWildcard(), err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if s.Expire > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.sweepLoop(sctx)
+		}()
+	}
+	return func() {
+		_ = sub.Drain()
+		cancel()
+		wg.Wait()
+	}, nil
+}
+
+func (s *Service) handle(ctx context.Context, m *nats.Msg) subjects.ReviewReply {
+	parts := strings.Split(m.Subject, ".")
+	if len(parts) != 5 {
+		return subjects.ReviewReply{Error: fmt.Sprintf("review subject %q is not <prefix>.ctl.review.<workflow>.<task>", m.Subject)}
+	}
+	ids := [2]string{}
+	for i, tok := range parts[3:5] {
+		id, err := subjects.ParseToken(tok)
+		if err == nil {
+			err = subjects.ValidateID(id)
+		}
+		if err != nil {
+			return subjects.ReviewReply{Error: fmt.Sprintf("token %q: %v", tok, err)}
+		}
+		ids[i] = id
+	}
+	var body subjects.ReviewDecisionRequest
+	if len(m.Data) > subjects.MaxReviewCommentBytes+4096 {
+		return subjects.ReviewReply{Workflow: ids[0], Task: ids[1], Error: fmt.Sprintf("body of %d bytes is too large", len(m.Data))}
+	}
+	if err := json.Unmarshal(m.Data, &body); err != nil {
+		return subjects.ReviewReply{Workflow: ids[0], Task: ids[1], Error: fmt.Sprintf(`body must be {"decision": "approve"|"reject", "comment": "...", "reviewer": "..."}: %v`, err)}
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return s.Decide(cctx, ids[0], ids[1], body)
+}
+
+// Decide applies a decision on workflow/task and says how it went, as the
+// control reply gives it.
+func (s *Service) Decide(ctx context.Context, workflow, task string, r subjects.ReviewDecisionRequest) subjects.ReviewReply {
+	reply := subjects.ReviewReply{Workflow: workflow, Task: task}
+	if err := Validate(r); err != nil {
+		reply.Error = err.Error()
+		return reply
+	}
+	cur, err := s.store.GetTask(ctx, workflow, task)
+	if errors.Is(err, state.ErrNotFound) {
+		reply.Error = fmt.Sprintf("task %s/%s has no state: it is not awaiting review", workflow, task)
+		return reply
+	}
+	if err != nil {
+		reply.Error = err.Error()
+		return reply
+	}
+	st, err := s.pipe.DecideReview(ctx, cur, pipeline.ReviewDecision{Decision: r.Decision, Reviewer: r.Reviewer, Comment: r.Comment, At: s.Now().UTC()})
+	if st.Revision != 0 {
+		reply.State, reply.Revision = st.State, st.Revision
+	}
+	if err != nil {
+		reply.Error = err.Error()
+		if st.Revision == 0 {
+			return reply
+		}
+		s.log.Warn("review decided, but the task could not be sent on", "workflow", workflow, "task", task, "err", err)
+		return reply
+	}
+	s.log.Info("review decided", "workflow", workflow, "task", task, "decision", r.Decision, "reviewer", r.Reviewer, "state", st.State)
+	return reply
+}
+
+// sweepEvery is how often a worker looks for expired reviews: a tenth of
+// the expiry, from 100ms to 30s.
+func sweepEvery(expire time.Duration) time.Duration {
+	return min(max(expire/10, 100*time.Millisecond), 30*time.Second)
+}
+
+func (s *Service) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(sweepEvery(s.Expire))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("review: expiry sweep failed", "err", err)
+			}
+		}
+	}
+}
+
+// Sweep fails every review past its deadline with review_expired. Every
+// worker with an expiry sweeps; each expiry is a compare-and-set on the
+// task's revision, so exactly one of them fails each task, once. It
+// returns how many this sweep expired.
+func (s *Service) Sweep(ctx context.Context) (int, error) {
+	waiting, err := Waiting(ctx, s.kv)
+	if err != nil {
+		return 0, err
+	}
+	now, n := s.Now(), 0
+	for _, t := range waiting {
+		ok, err := s.pipe.ExpireReview(ctx, t, now)
+		switch {
+		case errors.Is(err, pipeline.ErrAlreadyDecided), errors.Is(err, pipeline.ErrNotParked):
+			continue // another worker (or a person) got there first
+		case err != nil:
+			return n, fmt.Errorf("review: expire %s/%s: %w", t.Workflow, t.Task, err)
+		case ok:
+			n++
+			s.log.Info("review expired", "workflow", t.Workflow, "task", t.Task)
+		}
+	}
+	return n, nil
+}
