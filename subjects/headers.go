@@ -45,13 +45,18 @@ const (
 	// ReasonPushRejected: the remote refused the approved task's branch
 	// (workspaces with push on); the branch is kept in the worker's mirror.
 	ReasonPushRejected Reason = "push_rejected"
+	// ReasonPRFailed: the forge refused the approved task's pull request
+	// (delivery pull_request): a 422 such as no commits between the
+	// branches, or a token it does not accept (401, 403). The branch is
+	// pushed.
+	ReasonPRFailed Reason = "pr_failed"
 )
 
 // Reasons lists every DLQ reason.
 var Reasons = []Reason{
 	ReasonInvalidJSON, ReasonMissingField, ReasonInvalidValue, ReasonTooLarge,
 	ReasonDuplicateID, ReasonWorkflowCancelled, ReasonMaxAttempts, ReasonMaxDeliveries,
-	ReasonRoleFailed, ReasonBudgetExceeded, ReasonPushRejected, ReasonReviewExpired,
+	ReasonRoleFailed, ReasonBudgetExceeded, ReasonPushRejected, ReasonReviewExpired, ReasonPRFailed,
 }
 
 // MaxTraceparentLen bounds the traceparent header Drover reads: version 00

@@ -211,7 +211,8 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	override(fs, "blob-retention", &f.gc.blobMinAge, w.BlobRetention)
 	override(fs, "blob-max-age", &f.gc.blobMaxAge, w.BlobMaxAge)
 	mergeWorkspace(fs, &f.workspace, file.Workspace)
-	applyMergeFlags(fs, &f.mergeq, file.Delivery, file.Merge)
+	applyMergeFlags(fs, &f.mergeq, file.Merge)
+	mergeDelivery(fs, &f.delivery, file.Delivery)
 	mergeReview(fs, &f.review, file.Review)
 	override(fs, "prompts", &f.prompts, file.PromptsDir)
 	prompts, err := prompt.Load(f.prompts)
@@ -225,6 +226,9 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	// secrets like the server's: masked in role results and logs.
 	extra := append([]string{g.auth.Password, g.auth.Token}, redact.URLSecrets(f.workspace.Repo)...)
 	extra = append(extra, redact.URLSecrets(f.workspace.PushRemote)...)
+	if name := f.delivery.pr.TokenEnv; name != "" {
+		extra = append(extra, os.Getenv(name)) // the forge's token, however --pr-token-env was set
+	}
 	set, err := file.Runners(prompts, runner.NewSim(runner.SimOptions{CallLog: f.simCallLog}), extra...)
 	if err != nil {
 		return runner.Set{}, fmt.Errorf("config %s: %w", f.config, err) // only a file's roles can fail

@@ -10,13 +10,11 @@ import (
 // file's delivery key and merge: block (merge.check.argv is in the file
 // only).
 type mergeFlags struct {
-	mode  string // --delivery
 	merge mergequeue.Config
 }
 
 // addMergeFlags registers --delivery and the --merge-* flags.
 func addMergeFlags(fl *pflag.FlagSet, d *mergeFlags) {
-	fl.StringVar(&d.mode, "delivery", "", `what an approved task's branch becomes: "branch" (pushed with --workspace-push; the default) or "merge" (the merge queue of --merge-target)`)
 	fl.StringVar(&d.merge.Target, "merge-target", "", "branch the merge queue merges approved branches into (delivery merge)")
 	fl.IntVar(&d.merge.Batch, "merge-batch", mergequeue.DefaultBatch, "most branches merged and pushed together")
 	fl.StringVar(&d.merge.Strategy, "merge-strategy", mergequeue.StrategyMerge, `"merge" (a merge commit per branch) or "rebase" (the branch's commits replayed)`)
@@ -26,8 +24,7 @@ func addMergeFlags(fl *pflag.FlagSet, d *mergeFlags) {
 
 // applyMergeFlags applies the file's delivery key and merge: block under
 // the flags: a flag set on the command line or by its variable wins.
-func applyMergeFlags(fs *pflag.FlagSet, d *mergeFlags, mode string, file mergequeue.Config) {
-	override(fs, "delivery", &d.mode, mode)
+func applyMergeFlags(fs *pflag.FlagSet, d *mergeFlags, file mergequeue.Config) {
 	override(fs, "merge-target", &d.merge.Target, file.Target)
 	override(fs, "merge-batch", &d.merge.Batch, file.Batch)
 	override(fs, "merge-strategy", &d.merge.Strategy, file.Strategy)

@@ -49,6 +49,7 @@ type serveFlags struct {
 	// workspace: block (setup and cleanup commands come from the file only).
 	workspace   workspace.Config
 	mergeq      mergeFlags    // --delivery and --merge-*, with the file's delivery and merge: keys
+	delivery    deliveryFlags // --delivery and --pr-*, merged with the file's keys
 	review      config.Review // --review*, with the file's review: block
 	console     bool
 	consoleAuth consoleAuthFlags
@@ -123,6 +124,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
 	addWorkspaceFlags(fl, &f.workspace)
 	addMergeFlags(fl, &f.mergeq)
+	addDeliveryFlags(fl, &f.delivery)
 	addReviewFlags(fl, &f.review)
 	fl.StringVar(&f.workerID, "worker-id", "", "this worker's name in state and events (default: host name and pid)")
 	addFailpointFlags(fl, &f) // fault-drill flags: only in a build with -tags failpoints
@@ -152,6 +154,10 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		return fmt.Errorf("--gc-interval %s: must not be negative", f.gcInterval)
 	}
 	if err := f.gc.options(g, false).Validate(); err != nil {
+		return err
+	}
+	prs, err := pullRequests(f.delivery, workspaceConfig(f), os.Getenv)
+	if err != nil {
 		return err
 	}
 	id := f.workerID
@@ -229,8 +235,9 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Tracer:       tracer,
 		Ledger:       led,
 		Workspace:    workspaceConfig(f),
-		Delivery:     f.mergeq.mode,
+		Delivery:     f.delivery.mode,
 		Merge:        f.mergeq.merge,
+		PullRequests: prs,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},

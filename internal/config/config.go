@@ -72,11 +72,10 @@ type File struct {
 	// Workspaces section). Off when workspace.repo is empty, as by
 	// default. Each key has a --workspace-* flag of the same name.
 	Workspace workspace.Config `yaml:"workspace"`
-	// Delivery is what an approved task's branch becomes: "branch" (pushed
-	// when workspace.push is on; the default when empty) or "merge" (it
-	// enters the merge queue of merge.target; needs workspaces). Flag
-	// --delivery.
-	Delivery string `yaml:"delivery"`
+	// Delivery is what becomes of approved branches: delivery (branch,
+	// merge, pull_request) and the pull_request block (see the README's
+	// Workspaces section). Each key has a --delivery or --pr-* flag.
+	Delivery `yaml:",inline"`
 	// Merge configures the merge queue of delivery "merge" (see the
 	// README's Merge queue section); each key has a --merge-* flag but
 	// check.argv, which is in the file only.

@@ -16,13 +16,13 @@ const (
 // and that workspaces are on.
 func validateMerge(mode string, merge mergequeue.Config, workspaces bool) error {
 	switch mode {
-	case "", deliveryBranch:
-		return nil
+	case "", deliveryBranch, "pull_request":
+		return nil // pull_request is checked by Delivery.validate
 	case deliveryMerge:
 		if !workspaces {
 			return fmt.Errorf("%w: delivery %q: needs workspaces (workspace.repo)", mergequeue.ErrInvalidConfig, mode)
 		}
 		return merge.Validate()
 	}
-	return fmt.Errorf("%w: delivery %.40q: must be branch or merge", mergequeue.ErrInvalidConfig, mode)
+	return nil // an unknown mode is reported by Delivery.validate
 }

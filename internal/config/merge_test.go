@@ -31,7 +31,8 @@ func TestValidateMerge(t *testing.T) {
 		{name: "bad batch", mode: "merge", merge: mergequeue.Config{Target: "main", Batch: -1}, workspaces: true, field: "merge.batch"},
 		{name: "short lease", mode: "merge", merge: mergequeue.Config{Target: "main", LeaseTTL: time.Millisecond}, workspaces: true, field: "merge.lease_ttl"},
 		{name: "negative check timeout", mode: "merge", merge: mergequeue.Config{Target: "main", Check: workspace.Command{Argv: []string{"true"}, Timeout: -time.Second}}, workspaces: true, field: "merge.check.timeout"},
-		{name: "unknown mode", mode: "carrier-pigeon", field: "delivery"},
+		{name: "pull_request is not the merge queue's", mode: "pull_request"},
+		{name: "an unknown mode is Delivery.validate's to report", mode: "carrier-pigeon"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,8 +66,8 @@ var natsURLEnv = []string{"NATS_URL", "DROVER_NATS_URL"}
 // that are listed in secret_env or named like a secret (see
 // redact.SecretEnvName); NATS_PASSWORD, NATS_TOKEN, DROVER_PASSWORD and
 // DROVER_TOKEN; and the credentials in nats_url, NATS_URL,
-// DROVER_NATS_URL and every base_url. extra are added as they are (the
-// --password and --token flags).
+// DROVER_NATS_URL and every base_url; the value of pull_request.token_env.
+// extra are added as they are (the --password and --token flags).
 func (f *File) Secrets(extra ...string) []string {
 	out := append([]string(nil), extra...)
 	env := func(name string) {
@@ -79,6 +79,9 @@ func (f *File) Secrets(extra ...string) []string {
 		env(name)
 	}
 	out = append(out, redact.URLSecrets(f.NatsURL)...)
+	if name := f.PullRequest.TokenEnv; name != "" {
+		env(name)
+	}
 	for _, name := range natsURLEnv {
 		out = append(out, redact.URLSecrets(os.Getenv(name))...)
 	}

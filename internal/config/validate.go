@@ -36,7 +36,8 @@ func (f *File) Validate() error {
 			v.errs = append(v.errs, err)
 		}
 	}
-	if err := validateMerge(f.Delivery, f.Merge, f.Workspace.Enabled()); err != nil {
+	f.Delivery.validate(&v)
+	if err := validateMerge(string(f.Delivery.Delivery), f.Merge, f.Workspace.Enabled()); err != nil {
 		v.errs = append(v.errs, err)
 	}
 	if f.Workspace.Enabled() {

@@ -56,14 +56,14 @@ type Planned struct {
 // Redrivable tells whether an entry with this reason can be redriven: it
 // can when the request itself was sound (duplicate_id, workflow_cancelled,
 // max_attempts, max_deliveries, role_failed, push_rejected,
-// budget_exceeded: a redriven task starts with no spend, under the budget
-// its metadata or the config gives; review_expired: it waits for a review
-// again). The error wraps ErrNotRedrivable.
+// pr_failed, budget_exceeded: a redriven task starts with no spend, under
+// the budget its metadata or the config gives; review_expired: it waits for
+// a review again). The error wraps ErrNotRedrivable.
 func Redrivable(reason string) error {
 	switch subjects.Reason(reason) {
 	case subjects.ReasonDuplicateID, subjects.ReasonWorkflowCancelled, subjects.ReasonMaxAttempts,
 		subjects.ReasonMaxDeliveries, subjects.ReasonRoleFailed, subjects.ReasonPushRejected,
-		subjects.ReasonBudgetExceeded, subjects.ReasonReviewExpired:
+		subjects.ReasonPRFailed, subjects.ReasonBudgetExceeded, subjects.ReasonReviewExpired:
 		return nil
 	case subjects.ReasonInvalidJSON, subjects.ReasonMissingField, subjects.ReasonInvalidValue, subjects.ReasonTooLarge:
 		return fmt.Errorf("%w: the request was rejected as %s and would be rejected again; submit a corrected request instead", ErrNotRedrivable, reason)

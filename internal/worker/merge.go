@@ -19,7 +19,7 @@ const DeliveryMerge = "merge"
 // checkDelivery refuses a delivery mode the worker cannot run.
 func checkDelivery(cfg Config) error {
 	switch cfg.Delivery {
-	case "", "branch":
+	case "", "branch", "pull_request":
 		return nil
 	case DeliveryMerge:
 		if !cfg.Workspace.Enabled() {
@@ -27,7 +27,7 @@ func checkDelivery(cfg Config) error {
 		}
 		return cfg.Merge.Validate()
 	}
-	return fmt.Errorf("%w: delivery %.40q: must be branch or merge", mergequeue.ErrInvalidConfig, cfg.Delivery)
+	return fmt.Errorf("%w: delivery %.40q: must be branch, merge or pull_request", mergequeue.ErrInvalidConfig, cfg.Delivery)
 }
 
 // mergeDeliverer is the Deliverer of delivery merge: approved branches

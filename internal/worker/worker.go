@@ -21,6 +21,7 @@ import (
 	"github.com/droverhq/drover/internal/blobs"
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/forge"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/mergequeue"
 	"github.com/droverhq/drover/internal/pipeline"
@@ -91,6 +92,11 @@ type Config struct {
 	// explicit Deliverer wins over the merge queue's.
 	Delivery string
 	Merge    mergequeue.Config
+	// PullRequests, when set, is the Deliverer (delivery pull_request):
+	// each pushed branch gets its pull request opened, or updated when the
+	// task is delivered again. It needs Workspace with Push on, and no
+	// Deliverer.
+	PullRequests *forge.Client
 	// Deliverer delivers approved tasks (nil: delivery "branch", see
 	// pipeline.Deliverer).
 	Deliverer pipeline.Deliverer
@@ -145,7 +151,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	if cfg.Consumer.MaxAckPending > 0 && cfg.Consumer.MaxAckPending < cfg.Concurrency {
 		return nil, fmt.Errorf("max-ack-pending %d is below concurrency %d: it must cover the pools of all workers together", cfg.Consumer.MaxAckPending, cfg.Concurrency)
 	}
-	if mp, mb := nc.MaxPayload(), int64(cfg.Pipeline.Limits.MaxBytes); mp > 0 && mb > mp-pipeline.DLQHeadroom {
+	if mp, mb := maxPayload(nc), int64(cfg.Pipeline.Limits.MaxBytes); mp > 0 && mb > mp-pipeline.DLQHeadroom {
 		return nil, fmt.Errorf("max body %d is over the server's max_payload %d less %d bytes for the DLQ entry's headers", mb, mp, pipeline.DLQHeadroom)
 	}
 	if cfg.Runners == (runner.Set{}) {
@@ -170,6 +176,12 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 	}
 	if err := checkDelivery(cfg); err != nil {
 		return nil, err
+	}
+	if cfg.PullRequests != nil && (!cfg.Workspace.Enabled() || !cfg.Workspace.Push) {
+		return nil, errors.New("delivery pull_request needs workspaces with push on (workspace.repo, workspace.push)")
+	}
+	if cfg.PullRequests != nil && cfg.Deliverer != nil {
+		return nil, errors.New("both PullRequests and a Deliverer: one delivery mode at a time")
 	}
 	cfg.Streams.Names = cfg.Names
 	cfg.Pipeline.MaxDeliver = cfg.Consumer.MaxDeliver
@@ -269,7 +281,10 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}()
 		w.ws.Store(m)
 		deps.Workspaces = newWorkspaces(m)
-		if w.cfg.Delivery == DeliveryMerge && w.cfg.Deliverer == nil {
+		switch {
+		case w.cfg.PullRequests != nil:
+			deps.Deliverer = newPullRequests(w.cfg.PullRequests, w.cfg.Workspace.BaseRef)
+		case w.cfg.Delivery == DeliveryMerge && w.cfg.Deliverer == nil:
 			deps.Deliverer = w.mergeDeliverer(m)
 		}
 	}
@@ -362,4 +377,13 @@ func (w *Worker) consume(ctx context.Context) error {
 		w.cfg.Log.Warn("flush at shutdown failed", "err", err)
 	}
 	return errors.Join(errs...)
+}
+
+// maxPayload is the server's max_payload as nc knows it; 0 without a
+// connection (a configuration checked before connecting).
+func maxPayload(nc *nats.Conn) int64 {
+	if nc == nil {
+		return 0
+	}
+	return nc.MaxPayload()
 }

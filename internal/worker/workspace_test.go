@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/forge"
 	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/producer"
@@ -155,6 +157,9 @@ type wsBundle struct {
 	base  string
 	// tweak, when set, adjusts each worker's workspace configuration.
 	tweak func(*workspace.Config)
+	// pullRequests and log, when set, are each worker's.
+	pullRequests *forge.Client
+	log          *slog.Logger
 }
 
 func newWSBundle(t *testing.T) *wsBundle {
@@ -175,11 +180,16 @@ func (b *wsBundle) start(t *testing.T, set runner.Set, dir string, push bool, gr
 	if b.tweak != nil {
 		b.tweak(&wc)
 	}
+	log := b.log
+	if log == nil {
+		log = natstest.Quiet()
+	}
 	w, err = worker.New(nc, worker.Config{
-		Concurrency: 4, FetchWait: 200 * time.Millisecond, Grace: grace, Log: natstest.Quiet(), Runners: set,
-		Consumer:  broker.ConsumerSettings{AckWait: 5 * time.Second},
-		Pipeline:  pipeline.Config{RetryBase: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
-		Workspace: wc,
+		Concurrency: 4, FetchWait: 200 * time.Millisecond, Grace: grace, Log: log, Runners: set,
+		Consumer:     broker.ConsumerSettings{AckWait: 5 * time.Second},
+		Pipeline:     pipeline.Config{RetryBase: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
+		Workspace:    wc,
+		PullRequests: b.pullRequests,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -187,7 +188,14 @@ func (w *Workspace) Apply(ctx context.Context, p Patch, t Trailers) (Change, err
 		return Change{}, err
 	}
 	head := cur
-	if tree != curTree {
+	switch {
+	case tree == curTree:
+	case w.m.onBranch(ctx, w.branch, p.Head, cur, tree):
+		// The recorded commit is already the branch's (a worker that
+		// pushed it died before recording the task): take it as it is,
+		// so the branch is not rewritten and its push is not refused.
+		head = p.Head
+	default:
 		if t.Attempt == 0 {
 			t.Attempt = p.Attempt
 		}
@@ -212,6 +220,26 @@ func (w *Workspace) Apply(ctx context.Context, p Patch, t Trailers) (Change, err
 	}
 	w.head = head
 	return ch, nil
+}
+
+// onBranch reports whether head is the tip of the branch here or on the
+// remote, with parent as its only parent and tree as its tree: the commit
+// Apply would make, made before.
+func (m *Manager) onBranch(ctx context.Context, branch, head, parent, tree string) bool {
+	if !isSHA(head) {
+		return false
+	}
+	tips, err := m.git.out(ctx, "", "--git-dir", m.mirror, "for-each-ref", "--format=%(objectname)",
+		"refs/heads/"+branch, "refs/remotes/origin/"+branch)
+	if err != nil || !slices.Contains(strings.Fields(tips), head) {
+		return false
+	}
+	got, err := m.git.out(ctx, "", "--git-dir", m.mirror, "rev-list", "--parents", "--max-count=1", head)
+	if err != nil || got != head+" "+parent {
+		return false
+	}
+	t, err := m.git.out(ctx, "", "--git-dir", m.mirror, "rev-parse", head+"^{tree}")
+	return err == nil && t == tree
 }
 
 // applyTree writes base's tree plus the patch through a private index and
