@@ -108,3 +108,9 @@ func allZero(s string) bool {
 // of the request (a too_large request near the server's max_payload, whose
 // copy with Drover's headers would not fit): the request's full size.
 const HeaderBodyBytes = "Drover-Body-Bytes"
+
+// HeaderRetry marks a request re-published by a retry: the task state's
+// revision whose write scheduled it. Only a request carrying the state's
+// current revision takes the task over; one with an older revision is
+// acked without running.
+const HeaderRetry = "Drover-Retry"
