@@ -114,3 +114,8 @@ const HeaderBodyBytes = "Drover-Body-Bytes"
 // current revision takes the task over; one with an older revision is
 // acked without running.
 const HeaderRetry = "Drover-Retry"
+
+// HeaderPrev is an audit event's link in its task's hash chain: the hex
+// SHA-256 of the task's previous event (see audit.Link), empty on the
+// task's first event.
+const HeaderPrev = "Drover-Prev"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -61,6 +62,10 @@ type VerifyOptions struct {
 	// DLQ also checks that every task_failed and task_rejected has its one
 	// DLQ entry.
 	DLQ bool
+	// Checkpoint, when set, is a checkpoint taken earlier (TakeCheckpoint):
+	// a stream that ends before it or holds another event at its sequence
+	// is a RuleRegression violation.
+	Checkpoint *Checkpoint
 }
 
 // Violation is one broken invariant.
@@ -111,6 +116,8 @@ type VerifyReport struct {
 	// DLQChecked tells whether DLQ entries were cross-checked; DLQEntries
 	// counts the entries read.
 	DLQChecked bool `json:"dlq_checked"`
+	// CheckpointSeq is the last sequence of the checkpoint compared, if any.
+	CheckpointSeq uint64 `json:"checkpoint_seq,omitempty"`
 	DLQEntries int  `json:"dlq_entries"`
 	// DLQHorizon is the time before which the DLQ may no longer hold an
 	// entry (its MaxAge, or the oldest entry it kept once it removed some,
@@ -216,7 +223,10 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 			cfg.FilterSubjects = []string{rep.Filter}
 		}
 		err := readOrdered(ctx, js, names.AuditStream(), cfg, last, func(md *jetstream.MsgMetadata, m jetstream.Msg) {
-			c.observe(md.Sequence.Stream, md.Timestamp, m.Subject(), m.Headers().Get(subjects.HeaderMsgID), m.Data())
+			h := m.Headers()
+			c.observe(md.Sequence.Stream, md.Timestamp, m.Subject(), h.Get(subjects.HeaderMsgID), m.Data())
+			prev, has := h[subjects.HeaderPrev]
+			c.chain(md.Sequence.Stream, m.Subject(), h.Get(subjects.HeaderMsgID), strings.Join(prev, ""), has, m.Data())
 		})
 		if err != nil {
 			return rep, err
@@ -227,6 +237,16 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 			Detail: fmt.Sprintf("sequences %d to %d, the end of the stream, are missing: the stream denies deletes, so events were removed", c.nextSeq, state.LastSeq)})
 	}
 	c.finish()
+	if opts.Checkpoint != nil {
+		v, err := checkCheckpoint(ctx, stream, state.LastSeq, *opts.Checkpoint)
+		if err != nil {
+			return rep, err
+		}
+		if v != nil {
+			c.viol.add(*v)
+		}
+		rep.CheckpointSeq = opts.Checkpoint.LastSeq
+	}
 	if opts.DLQ {
 		if err := c.crossCheckDLQ(ctx, js, names); err != nil {
 			return rep, err

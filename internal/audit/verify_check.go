@@ -100,6 +100,7 @@ type checker struct {
 	rejects  []dlqNeed
 	failures []dlqNeed
 	viol     violations
+	links    map[string]*chainLink // per task: the hash chain's head
 }
 
 func newChecker(names subjects.Names, rep *VerifyReport) *checker {
