@@ -118,7 +118,7 @@ type VerifyReport struct {
 	DLQChecked bool `json:"dlq_checked"`
 	// CheckpointSeq is the last sequence of the checkpoint compared, if any.
 	CheckpointSeq uint64 `json:"checkpoint_seq,omitempty"`
-	DLQEntries int  `json:"dlq_entries"`
+	DLQEntries    int    `json:"dlq_entries"`
 	// DLQHorizon is the time before which the DLQ may no longer hold an
 	// entry (its MaxAge, or the oldest entry it kept once it removed some,
 	// less a minute's slack); zero when it holds every entry ever stored.
