@@ -116,9 +116,7 @@ type VerifyReport struct {
 	// DLQChecked tells whether DLQ entries were cross-checked; DLQEntries
 	// counts the entries read.
 	DLQChecked bool `json:"dlq_checked"`
-	// CheckpointSeq is the last sequence of the checkpoint compared, if any.
-	CheckpointSeq uint64 `json:"checkpoint_seq,omitempty"`
-	DLQEntries    int    `json:"dlq_entries"`
+	DLQEntries int  `json:"dlq_entries"`
 	// DLQHorizon is the time before which the DLQ may no longer hold an
 	// entry (its MaxAge, or the oldest entry it kept once it removed some,
 	// less a minute's slack); zero when it holds every entry ever stored.
@@ -126,6 +124,8 @@ type VerifyReport struct {
 	// than DLQHorizon that have no DLQ entry: aged out, not checked.
 	DLQHorizon time.Time `json:"dlq_horizon,omitzero"`
 	DLQAgedOut int       `json:"dlq_aged_out"`
+	// CheckpointSeq is the last sequence of the checkpoint compared, if any.
+	CheckpointSeq uint64 `json:"checkpoint_seq,omitempty"`
 	// Duration is how long Verify took; EventsPerSec is Events/Duration.
 	Duration     time.Duration `json:"duration_ns"`
 	EventsPerSec float64       `json:"events_per_sec"`
