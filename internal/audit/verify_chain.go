@@ -3,6 +3,7 @@ package audit
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"strings"
 )
 
@@ -53,7 +54,7 @@ func (c *checker) chain(seq uint64, subject, msgID, prev string, has bool, data 
 	switch {
 	case has && last == nil && prev != "":
 		c.violate(&e, RuleChain, "Drover-Prev names a previous event, but the task has none before it: its earlier events were removed")
-	case has && last != nil && prev != hex.EncodeToString(last.link[:]):
+	case has && last != nil && !sameLink(prev, &last.link):
 		c.violate(&e, RuleChain, "Drover-Prev is not the link of the task's previous event (seq %d): that event was changed, or an event was removed or inserted between them", last.seq)
 	case !has && last != nil && last.chained:
 		c.violate(&e, RuleChain, "no Drover-Prev after the task's chain began (seq %d)", last.seq)
@@ -62,5 +63,32 @@ func (c *checker) chain(seq uint64, subject, msgID, prev string, has bool, data 
 		last = &chainLink{}
 		c.links[key] = last
 	}
-	last.link, last.seq, last.chained = Link(subject, prev, data), seq, last.chained || has
+	if c.hasher == nil {
+		c.hasher = sha256.New()
+	}
+	linkInto(c.hasher, &last.link, subject, prev, data)
+	last.seq, last.chained = seq, last.chained || has
+}
+
+// sameLink reports whether prev, in hex, is link.
+func sameLink(prev string, link *[sha256.Size]byte) bool {
+	var got [sha256.Size]byte
+	if len(prev) != 2*sha256.Size {
+		return false
+	}
+	if _, err := hex.Decode(got[:], []byte(prev)); err != nil {
+		return false
+	}
+	return got == *link
+}
+
+// linkInto is Link through a reused hasher, into out.
+func linkInto(h hash.Hash, out *[sha256.Size]byte, subject, prev string, body []byte) {
+	h.Reset()
+	_, _ = h.Write([]byte(subject))
+	_, _ = h.Write([]byte{'\n'})
+	_, _ = h.Write([]byte(prev))
+	_, _ = h.Write([]byte{'\n'})
+	_, _ = h.Write(body)
+	h.Sum(out[:0])
 }
