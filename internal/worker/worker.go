@@ -109,6 +109,9 @@ type Worker struct {
 	probedAt time.Time
 	probeErr error
 	noQuorum bool // the last check found no quorum (guarded by probeMu)
+	// auditWeak: the last check found the audit stream weakened
+	// (guarded by probeMu).
+	auditWeak bool
 }
 
 // New validates cfg and returns a worker on the connection nc.
@@ -303,6 +306,11 @@ func (w *Worker) consume(ctx context.Context) error {
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.watchJetStream(ctx, w.cfg.Watchdog)
+	}()
 	now := time.Now()
 	w.startedAt.Store(&now)
 	svc, err := w.startService(now)
