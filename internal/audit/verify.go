@@ -66,7 +66,15 @@ type VerifyOptions struct {
 	// a stream that ends before it or holds another event at its sequence
 	// is a RuleRegression violation.
 	Checkpoint *Checkpoint
+	// StreamCheck, when set, checks the audit stream's settings (the CLI
+	// passes broker.CheckAudit); its error is a RuleStreamConfig
+	// violation: a stream updated to expire, limit or purge events.
+	StreamCheck func(jetstream.StreamConfig) error
 }
+
+// RuleStreamConfig: the audit stream's settings let events be removed or
+// altered (an update added max_age, say): what a worker refuses at start.
+const RuleStreamConfig = "stream-config"
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -201,6 +209,10 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 		return rep, fmt.Errorf("audit: verify: stream %s: %w", names.AuditStream(), err)
 	}
 	state := stream.CachedInfo().State
+	var streamProblem error
+	if opts.StreamCheck != nil {
+		streamProblem = opts.StreamCheck(stream.CachedInfo().Config)
+	}
 	last := state.LastSeq
 	if state.Msgs == 0 {
 		last = 0 // nothing to read; a consumer would wait forever
@@ -237,6 +249,9 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 			Detail: fmt.Sprintf("sequences %d to %d, the end of the stream, are missing: the stream denies deletes, so events were removed", c.nextSeq, state.LastSeq)})
 	}
 	c.finish()
+	if streamProblem != nil {
+		c.viol.add(Violation{Seq: 0, Subject: names.AuditStream(), Rule: RuleStreamConfig, Detail: streamProblem.Error()})
+	}
 	if opts.Checkpoint != nil {
 		v, err := checkCheckpoint(ctx, stream, state.LastSeq, *opts.Checkpoint)
 		if err != nil {

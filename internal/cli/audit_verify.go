@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -32,7 +33,8 @@ is well formed, matches its subject and body, and appears once; each task's
 events come in the pipeline's order (task_accepted, planner_decision, then per
 round implementer_change before judge_verdict); a task ends at most once and
 nothing of it follows its end; and every task_failed and task_rejected has
-exactly one DLQ entry; and each event's Drover-Prev is the link (SHA-256) of
+exactly one DLQ entry; the stream's settings still deny deletes and purges and
+set no age or size limit (stream-config); and each event's Drover-Prev is the link (SHA-256) of
 its task's previous event, so an event changed in place breaks the chain at
 the next one. With --checkpoint, a stream behind a checkpoint taken earlier
 (drover audit checkpoint) is reported as a regression. An event older than what the DLQ can still hold (its
@@ -53,7 +55,7 @@ first; --json prints the whole report as JSON.`,
 					return fmt.Errorf("--workflow %q: %w", workflow, err)
 				}
 			}
-			opts := audit.VerifyOptions{Workflow: workflow, DLQ: dlq}
+			opts := audit.VerifyOptions{Workflow: workflow, DLQ: dlq, StreamCheck: broker.CheckAudit}
 			if cpFile != "" {
 				cp, err := readCheckpoint(cpFile)
 				if err != nil {
