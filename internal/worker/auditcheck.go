@@ -50,6 +50,7 @@ func (w *Worker) watchJetStream(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			_ = w.checkJetStream()
+			_ = w.checkStore()
 		}
 	}
 }

@@ -53,6 +53,9 @@ func (w *Worker) CheckReady() error {
 	if err := w.checkDependencies(); err != nil {
 		return err // the consumers do not fetch meanwhile
 	}
+	if err := w.checkStore(); err != nil {
+		return err
+	}
 	for i, c := range w.consumers {
 		if !c.Fetching() {
 			return fmt.Errorf("queue %s: fetch loop is not running", w.cfg.Queues[i])

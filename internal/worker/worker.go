@@ -112,6 +112,10 @@ type Worker struct {
 	// auditWeak: the last check found the audit stream weakened
 	// (guarded by probeMu).
 	auditWeak bool
+	// store follows writes refused for want of storage; storeWasFull is
+	// what checkStore last reported.
+	store        storeWatch
+	storeWasFull atomic.Bool
 }
 
 // New validates cfg and returns a worker on the connection nc.
@@ -257,6 +261,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		pc.MaxDeliver = maxDeliver
 		return pipeline.New(deps, pc)
 	})
+	h.store = &w.store
 	p := h.pipeline(w.cfg.Consumer.MaxDeliver)
 	stopCtl, err := workflow.NewController(w.nc, w.js, w.cfg.Names, res.State, res.Audit, p, w.cfg.Log).Start(gateCtx)
 	if err != nil {
