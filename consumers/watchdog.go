@@ -14,8 +14,9 @@ import (
 //     has stalled (a lost consumer, a leader change). The consumer is
 //     re-ensured, which recreates it if it is gone.
 //   - max ack pending reached: the window is held by tasks running on
-//     other workers or waiting out a retry delay (a nak with delay counts as
-//     pending). That is logged with what to change.
+//     other workers (a role's retry leaves the window as a scheduled
+//     message; only the fallback nak with delay counts as pending). That is
+//     logged with what to change.
 func (c *TaskConsumer) watchdog(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		return
@@ -52,7 +53,7 @@ func (c *TaskConsumer) watchdog(ctx context.Context, interval time.Duration) {
 		switch {
 		case info.NumPending == 0:
 		case info.Config.MaxAckPending > 0 && info.NumAckPending >= info.Config.MaxAckPending:
-			c.log.Warn("watchdog: max ack pending reached; new tasks wait until running or retrying ones settle (raise --max-ack-pending or lower --retry-backoff-max)",
+			c.log.Warn("watchdog: max ack pending reached; new tasks wait until running ones settle (raise --max-ack-pending to cover the pools of all workers)",
 				"pending", info.NumPending, "ack_pending", info.NumAckPending, "max_ack_pending", info.Config.MaxAckPending)
 		default:
 			c.stats.stalls.Add(1)

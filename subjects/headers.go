@@ -113,3 +113,14 @@ func allZero(s string) bool {
 // of the request (a too_large request near the server's max_payload, whose
 // copy with Drover's headers would not fit): the request's full size.
 const HeaderBodyBytes = "Drover-Body-Bytes"
+
+// HeaderRetry marks a request re-published by a retry: the task state's
+// revision whose write scheduled it. Only a request carrying the state's
+// current revision takes the task over; one with an older revision is
+// acked without running.
+const HeaderRetry = "Drover-Retry"
+
+// HeaderPrev is an audit event's link in its task's hash chain: the hex
+// SHA-256 of the task's previous event (see audit.Link), empty on the
+// task's first event.
+const HeaderPrev = "Drover-Prev"

@@ -77,6 +77,18 @@ func (n Names) TaskSubject(queue string) string { return n.prefix + ".tasks." + 
 // TasksWildcard matches every queue's task subject.
 func (n Names) TasksWildcard() string { return n.prefix + ".tasks.*" }
 
+// TaskRetrySubject is where a worker schedules the retry of one task of
+// queue: a message scheduled for later (Nats-Schedule) whose target is
+// TaskSubject(queue). One subject per task, so a task has at most one
+// pending retry. No consumer filters it.
+func (n Names) TaskRetrySubject(queue, workflow, task string) string {
+	return n.prefix + ".tasks." + queue + ".retry." + IDToken(workflow) + "." + IDToken(task)
+}
+
+// TasksRetryWildcard matches every scheduled retry: the tasks stream's
+// second subject.
+func (n Names) TasksRetryWildcard() string { return n.prefix + ".tasks.*.retry.>" }
+
 // DLQSubject is where dead letters of queue are kept.
 func (n Names) DLQSubject(queue string) string { return n.prefix + ".dlq." + queue }
 
@@ -178,6 +190,12 @@ func ResumeMsgID(workflow, task string, revision uint64) string {
 // it was published from, so two publishers of one change store one message.
 func ParkedMsgID(workflow, task, kind string, revision uint64) string {
 	return TaskMsgID(workflow, task) + "/" + kind + "/" + strconv.FormatUint(revision, 10)
+}
+
+// RetryMsgID is the Nats-Msg-Id of a retry scheduled by the state write at
+// revision (task_retried), so two workers scheduling it store one message.
+func RetryMsgID(workflow, task string, revision uint64) string {
+	return TaskMsgID(workflow, task) + "/retry/" + strconv.FormatUint(revision, 10)
 }
 
 // DLQMsgID is the Nats-Msg-Id of a DLQ entry, "dlq/<queue>/<stream seq>".

@@ -52,6 +52,14 @@ type TaskState struct {
 	// Tries counts each role's failed tries, so a runner is told which try
 	// it is on.
 	Tries map[Role]int `json:"tries,omitempty"`
+	// TryBase counts the tries of the task that requests before the owning
+	// one spent: a role error is retried by a new request scheduled for
+	// later, so the delivery limit counts TryBase plus the owning
+	// request's deliveries, not the deliveries of one message.
+	TryBase uint64 `json:"try_base,omitempty"`
+	// RetryFrom is the request that scheduled the owning one: a late
+	// redelivery of it is acked without running.
+	RetryFrom uint64 `json:"retry_from,omitempty"`
 	// Feedback is the judge's last rejection, input to the next round.
 	Feedback string `json:"feedback,omitempty"`
 	// Reason is the DLQ reason of a failed task.

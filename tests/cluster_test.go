@@ -49,7 +49,7 @@ func startCluster(t *testing.T) (*natsCluster, *bundle) {
 		c.args[name] = []string{"server", "--name", name, "--listen", clients[i],
 			"--data", filepath.Join(t.TempDir(), name), "--cluster-name", "drover-test",
 			"--cluster-listen", strings.TrimPrefix(routes[i], "nats://"), "--routes", strings.Join(routes, ","),
-			"--log-format", "json", "--log-level", "debug"}
+			"--log-format", "json", "--log-level", "debug", "--lame-duck", "2s", "--lame-duck-grace", "300ms"}
 		c.nodes[name] = spawnBin(t, plainBinary(t), c.args[name]...)
 		c.order = append(c.order, name)
 		urls = append(urls, "nats://"+clients[i])

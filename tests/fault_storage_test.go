@@ -18,6 +18,7 @@ import (
 
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/natstest"
+	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
@@ -80,7 +81,8 @@ func (b *bundle) fillStore() string {
 // and retried in place (its claim kept by heartbeats), so the outage, here
 // longer than the task's five deliveries would last as naks, spends no
 // delivery. Once the ballast is deleted, every task completes once, on its
-// first delivery.
+// first delivery. Meanwhile /readyz says "storage full" and
+// drover_store_full is 1; both clear once writes are stored again.
 func TestFaultStorageFull(t *testing.T) {
 	t.Parallel()
 	b := setupLimited(t, "32MB")
@@ -90,7 +92,8 @@ func TestFaultStorageFull(t *testing.T) {
 	runners := runner.SimSet(sim)
 	var started atomic.Int64
 	runners.Implementer = gated{sim, release, &started}
-	b.startWorker(worker.Config{Concurrency: 4, Runners: runners, Log: slog.New(slog.NewJSONHandler(logs, nil)),
+	m := ops.NewMetrics()
+	w := b.startWorker(worker.Config{Concurrency: 4, Runners: runners, Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: m,
 		Consumer: broker.ConsumerSettings{AckWait: 2 * time.Second, MaxDeliver: 5},
 		Pipeline: pipeline.Config{RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond}})
 	var reqs []subjects.TaskRequest
@@ -109,6 +112,9 @@ func TestFaultStorageFull(t *testing.T) {
 		require.NotEqual(t, subjects.EventTaskFailed, ev.EventType, "failed for a full store")
 	}
 	require.Empty(t, b.dlq())
+	// Operators see it: /readyz's reason and drover_store_full.
+	require.ErrorIs(t, w.CheckReady(), worker.ErrStoreFull)
+	require.Equal(t, 1.0, metric(t, m.Registry, "drover_store_full"))
 	require.NoError(t, b.js.DeleteStream(context.Background(), ballast))
 	freed := time.Now()
 	got := b.waitTerminal("wf-full", after, 4)
@@ -116,6 +122,8 @@ func TestFaultStorageFull(t *testing.T) {
 		require.Equal(t, subjects.EventTaskCompleted, ev.EventType, id)
 	}
 	t.Logf("storage full for %s; all tasks completed %s after space was freed", freed.Sub(full).Round(10*time.Millisecond), time.Since(freed).Round(10*time.Millisecond))
+	require.Eventually(t, func() bool { return w.CheckReady() == nil }, 10*time.Second, 10*time.Millisecond, "ready once writes are stored again")
+	require.Zero(t, metric(t, m.Registry, "drover_store_full"))
 	b.quiet("wf-full", 4)
 	require.EqualValues(t, 4, consumerInfo(t, b).Delivered.Consumer, "the outage spent no delivery")
 }

@@ -193,8 +193,9 @@ func TestMetricFailedTaskWritesDLQ(t *testing.T) {
 	r := m.Registry
 	require.Equal(t, 1.0, metric(t, r, "drover_tasks_total", "outcome", "task_failed"))
 	require.Equal(t, 1.0, metric(t, r, "drover_dlq_entries_total", "reason", string(subjects.ReasonMaxDeliveries)))
-	require.Equal(t, 1.0, metric(t, r, "drover_consumer_settled_total", "action", "nak"), "the first delivery was retried")
-	require.Equal(t, 1.0, metric(t, r, "drover_redeliveries_total"))
+	require.Equal(t, 1.0, metric(t, r, "drover_consumer_settled_total", "action", "ack"), "the first try's retry was scheduled and its request acked")
+	require.Zero(t, metric(t, r, "drover_consumer_settled_total", "action", "nak"))
+	require.Zero(t, metric(t, r, "drover_redeliveries_total"), "a retry is a new request, not a redelivery")
 	require.Equal(t, 2.0, metric(t, r, "drover_runner_calls_total", "role", "planner", "result", "error"))
 
 	// A request that cannot be read is rejected: one more DLQ entry.
@@ -212,11 +213,13 @@ func TestMetricRedelivery(t *testing.T) {
 	once := `{"fail": {"role": "implementer", "times": 1}}`
 	got := b.waitTerminal("wf-r", b.submit(withSim(task("wf-r", "R"), once)), 1)
 	require.Equal(t, subjects.EventTaskCompleted, got["R"].EventType)
-	awaitMetric(t, m.Registry, 1, "drover_consumer_settled_total", "action", "ack")
+	// The failed try's request is acked once its retry is scheduled; the
+	// retry is a new request, not a redelivery (row 19).
+	awaitMetric(t, m.Registry, 2, "drover_consumer_settled_total", "action", "ack")
 
 	r := m.Registry
-	require.Equal(t, 1.0, metric(t, r, "drover_consumer_settled_total", "action", "nak"))
-	require.Equal(t, 1.0, metric(t, r, "drover_redeliveries_total"))
+	require.Zero(t, metric(t, r, "drover_consumer_settled_total", "action", "nak"))
+	require.Zero(t, metric(t, r, "drover_redeliveries_total"))
 	require.Equal(t, 1.0, metric(t, r, "drover_runner_calls_total", "role", "implementer", "result", "error"))
 	require.Equal(t, 1.0, metric(t, r, "drover_runner_calls_total", "role", "implementer", "result", "ok"))
 	require.Zero(t, metric(t, r, "drover_dlq_entries_total"))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
@@ -125,7 +126,7 @@ func (b *bundle) oracle() {
 	b.drained(ctx)
 	rec := b.readRecord(ctx)
 	require.Empty(b.t, rec.problems(), "oracle O")
-	rep, err := audit.Verify(ctx, b.js, b.names, audit.VerifyOptions{DLQ: true})
+	rep, err := audit.Verify(ctx, b.js, b.names, audit.VerifyOptions{DLQ: true, StreamCheck: broker.CheckAudit})
 	require.NoError(b.t, err)
 	require.True(b.t, rep.OK(), "audit verify: %v", rep.Violations)
 	require.Zero(b.t, rep.Open, "audit verify: open tasks %v", rep.OpenTasks)

@@ -26,6 +26,7 @@ type Publisher struct {
 	js     jetstream.JetStream
 	names  subjects.Names
 	source string
+	heads  heads
 }
 
 // NewPublisher returns a Publisher for the deployment of names.
@@ -41,20 +42,46 @@ type Ack struct {
 
 // Publish writes ev. With fence set, the publish succeeds only if the last
 // event on the task's audit subjects has sequence expectSeq (0: none);
-// otherwise it returns ErrWrongLastSequence. A duplicate event ID inside the
-// duplicate window is acknowledged with Duplicate set and not stored again.
+// otherwise it returns ErrWrongLastSequence. Without it, ev goes after
+// whatever the task's last event is (read, then fenced on, a few times). A
+// duplicate event ID inside the duplicate window is acknowledged with
+// Duplicate set and not stored again. Either way the event carries, in
+// Drover-Prev, the link of the event it follows (the hash chain).
 func (p *Publisher) Publish(ctx context.Context, ev *subjects.OutboxEvent, traceparent string, fence bool, expectSeq uint64) (Ack, error) {
-	msg := p.Msg(ev, traceparent)
-	var opts []jetstream.PublishOpt
+	key := p.names.AuditTaskFilter(ev.Workflow, ev.Task)
 	if fence {
-		opts = append(opts, jetstream.WithExpectLastSequenceForSubject(expectSeq, p.names.AuditTaskFilter(ev.Workflow, ev.Task)))
+		prev, err := p.prevOf(ctx, key, expectSeq)
+		if err != nil {
+			return Ack{}, err
+		}
+		return p.publish(ctx, ev, traceparent, key, expectSeq, prev)
 	}
-	pa, err := p.js.PublishMsg(ctx, msg, opts...)
+	for range 8 {
+		seq, prev, err := p.lastOf(ctx, key)
+		if err != nil {
+			return Ack{}, err
+		}
+		ack, err := p.publish(ctx, ev, traceparent, key, seq, prev)
+		if !errors.Is(err, ErrWrongLastSequence) {
+			return ack, err
+		}
+	}
+	return Ack{}, fmt.Errorf("audit: publish %s: the task's events kept moving", ev.ID)
+}
+
+// publish writes ev after the event at expectSeq, whose link is prev.
+func (p *Publisher) publish(ctx context.Context, ev *subjects.OutboxEvent, traceparent, key string, expectSeq uint64, prev string) (Ack, error) {
+	msg := p.Msg(ev, traceparent)
+	msg.Header[subjects.HeaderPrev] = []string{prev}
+	pa, err := p.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequenceForSubject(expectSeq, key))
 	if err != nil {
 		if isWrongLastSeq(err) {
 			return Ack{}, fmt.Errorf("%w: %s (%v)", ErrWrongLastSequence, ev.ID, err)
 		}
 		return Ack{}, fmt.Errorf("audit: publish %s: %w", ev.ID, err)
+	}
+	if !pa.Duplicate {
+		p.heads.put(key, pa.Sequence, LinkHex(msg.Subject, prev, msg.Data))
 	}
 	return Ack{Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
 }
@@ -72,7 +99,7 @@ func (p *Publisher) PublishEvent(ctx context.Context, ev *subjects.AuditEvent, t
 // Nats-Msg-Id, the contract version, CloudEvents attributes in binary content
 // mode, and the trace context when there is one.
 func (p *Publisher) Msg(ev *subjects.OutboxEvent, traceparent string) *nats.Msg {
-	h := make(nats.Header, 11)
+	h := make(nats.Header, 12)
 	h[subjects.HeaderMsgID] = []string{ev.ID}
 	h[subjects.HeaderContract] = []string{subjects.ContractVersion}
 	h[subjects.HeaderCESpecVersion] = []string{"1.0"}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -61,7 +62,19 @@ type VerifyOptions struct {
 	// DLQ also checks that every task_failed and task_rejected has its one
 	// DLQ entry.
 	DLQ bool
+	// Checkpoint, when set, is a checkpoint taken earlier (TakeCheckpoint):
+	// a stream that ends before it or holds another event at its sequence
+	// is a RuleRegression violation.
+	Checkpoint *Checkpoint
+	// StreamCheck, when set, checks the audit stream's settings (the CLI
+	// passes broker.CheckAudit); its error is a RuleStreamConfig
+	// violation: a stream updated to expire, limit or purge events.
+	StreamCheck func(jetstream.StreamConfig) error
 }
+
+// RuleStreamConfig: the audit stream's settings let events be removed or
+// altered (an update added max_age, say): what a worker refuses at start.
+const RuleStreamConfig = "stream-config"
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -122,6 +135,8 @@ type VerifyReport struct {
 	// than DLQHorizon that have no DLQ entry: aged out, not checked.
 	DLQHorizon time.Time `json:"dlq_horizon,omitzero"`
 	DLQAgedOut int       `json:"dlq_aged_out"`
+	// CheckpointSeq is the last sequence of the checkpoint compared, if any.
+	CheckpointSeq uint64 `json:"checkpoint_seq,omitempty"`
 	// Duration is how long Verify took; EventsPerSec is Events/Duration.
 	Duration     time.Duration `json:"duration_ns"`
 	EventsPerSec float64       `json:"events_per_sec"`
@@ -197,6 +212,10 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 		return rep, fmt.Errorf("audit: verify: stream %s: %w", names.AuditStream(), err)
 	}
 	state := stream.CachedInfo().State
+	var streamProblem error
+	if opts.StreamCheck != nil {
+		streamProblem = opts.StreamCheck(stream.CachedInfo().Config)
+	}
 	last := state.LastSeq
 	if state.Msgs == 0 {
 		last = 0 // nothing to read; a consumer would wait forever
@@ -219,7 +238,10 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 			cfg.FilterSubjects = []string{rep.Filter}
 		}
 		err := readOrdered(ctx, js, names.AuditStream(), cfg, last, func(md *jetstream.MsgMetadata, m jetstream.Msg) {
-			c.observe(md.Sequence.Stream, md.Timestamp, m.Subject(), m.Headers().Get(subjects.HeaderMsgID), m.Data())
+			h := m.Headers()
+			c.observe(md.Sequence.Stream, md.Timestamp, m.Subject(), h.Get(subjects.HeaderMsgID), m.Data())
+			prev, has := h[subjects.HeaderPrev]
+			c.chain(md.Sequence.Stream, m.Subject(), h.Get(subjects.HeaderMsgID), strings.Join(prev, ""), has, m.Data())
 		})
 		if err != nil {
 			return rep, err
@@ -230,6 +252,19 @@ func Verify(ctx context.Context, js jetstream.JetStream, names subjects.Names, o
 			Detail: fmt.Sprintf("sequences %d to %d, the end of the stream, are missing: the stream denies deletes, so events were removed", c.nextSeq, state.LastSeq)})
 	}
 	c.finish()
+	if streamProblem != nil {
+		c.viol.add(Violation{Seq: 0, Subject: names.AuditStream(), Rule: RuleStreamConfig, Detail: streamProblem.Error()})
+	}
+	if opts.Checkpoint != nil {
+		v, err := checkCheckpoint(ctx, stream, state.LastSeq, *opts.Checkpoint)
+		if err != nil {
+			return rep, err
+		}
+		if v != nil {
+			c.viol.add(*v)
+		}
+		rep.CheckpointSeq = opts.Checkpoint.LastSeq
+	}
 	if opts.DLQ {
 		if err := c.crossCheckDLQ(ctx, js, names); err != nil {
 			return rep, err

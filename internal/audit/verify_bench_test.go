@@ -92,7 +92,8 @@ func TestVerifyMillion(t *testing.T) {
 }
 
 // vfWriteMillion publishes tasks*5 events asynchronously, with headers and
-// bodies as a worker writes them, and returns how many it wrote.
+// bodies as a worker writes them (each linked to its task's previous one,
+// Drover-Prev), and returns how many it wrote.
 func vfWriteMillion(t *testing.T, js jetstream.JetStream, tasks int) int {
 	t.Helper()
 	steps := []vf{vAcc(""), vPlan(""), vImpl("", 1), vJudge("", 1, subjects.VerdictApprove), vDone("", 1)}
@@ -100,7 +101,9 @@ func vfWriteMillion(t *testing.T, js jetstream.JetStream, tasks int) int {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	const inFlight = 1000
 	n := 0
+	links := make(map[string]string, inFlight)
 	for base := 0; base < tasks; base += inFlight {
+		clear(links)
 		for _, s := range steps {
 			for k := base; k < min(base+inFlight, tasks); k++ {
 				wf := fmt.Sprintf("wf-%03d", k%500)
@@ -109,7 +112,11 @@ func vfWriteMillion(t *testing.T, js jetstream.JetStream, tasks int) int {
 				ev.Output = json.RawMessage(`{"summary":"what the role produced, in a few words"}`)
 				oe, err := subjects.EncodeEvent(&ev)
 				require.NoError(t, err)
-				_, err = js.PublishMsgAsync(pub.Msg(oe, ""))
+				msg := pub.Msg(oe, "")
+				prev := links[ev.TaskID]
+				msg.Header[subjects.HeaderPrev] = []string{prev}
+				links[ev.TaskID] = audit.LinkHex(msg.Subject, prev, msg.Data)
+				_, err = js.PublishMsgAsync(msg)
 				require.NoError(t, err)
 				n++
 			}

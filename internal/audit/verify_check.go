@@ -3,6 +3,7 @@ package audit
 import (
 	"encoding/json"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -107,6 +108,8 @@ type checker struct {
 	rejects  []dlqNeed
 	failures []dlqNeed
 	viol     violations
+	links    map[string]*chainLink // per task: the hash chain's head
+	hasher   hash.Hash             // reused for the links
 }
 
 func newChecker(names subjects.Names, rep *VerifyReport) *checker {

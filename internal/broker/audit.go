@@ -59,6 +59,12 @@ func (e *weakenedError) Error() string {
 
 func (e *weakenedError) Unwrap() error { return ErrAuditWeakened }
 
+// CheckAudit returns an error, wrapping ErrAuditWeakened, naming every
+// setting of an audit stream's config that lets events be removed or
+// altered, or nil if there is none: what a worker refuses at start, checked
+// again by running workers and by drover audit verify.
+func CheckAudit(cfg jetstream.StreamConfig) error { return checkAudit(cfg) }
+
 // checkAudit returns an error naming every setting of cfg that lets events
 // be removed or altered, or nil if there is none.
 func checkAudit(cfg jetstream.StreamConfig) error {

@@ -49,6 +49,11 @@ type EmbeddedConfig struct {
 	// server_name over ServerName. Auth and Cluster must then be left
 	// zero: the file configures both.
 	ConfigFile string
+	// LameDuck and LameDuckGrace shape LameDuck: the server waits the
+	// grace, then closes its clients spread over LameDuck, so they
+	// reconnect to the other nodes a few at a time (defaults: the
+	// server's, 2m and 10s).
+	LameDuck, LameDuckGrace time.Duration
 	// Logger receives the server's log, notices at debug level; nil
 	// discards it. A server that is reachable from other machines and
 	// lets anyone in is logged as a warning here.
@@ -130,6 +135,7 @@ func (cfg *EmbeddedConfig) serverOptions() (*server.Options, error) {
 	if err := cfg.Cluster.apply(opts, cfg.ServerName); err != nil {
 		return nil, err
 	}
+	cfg.applyLameDuck(opts)
 	return opts, nil
 }
 
@@ -179,7 +185,18 @@ func (cfg *EmbeddedConfig) fileOptions() (*server.Options, error) {
 		}
 	}
 	opts.NoSigs, opts.NoLog = true, true
+	cfg.applyLameDuck(opts)
 	return opts, nil
+}
+
+// applyLameDuck sets the lame duck durations cfg gives.
+func (cfg *EmbeddedConfig) applyLameDuck(opts *server.Options) {
+	if cfg.LameDuck > 0 {
+		opts.LameDuckDuration = cfg.LameDuck
+	}
+	if cfg.LameDuckGrace > 0 {
+		opts.LameDuckGracePeriod = cfg.LameDuckGrace
+	}
 }
 
 // ClientURL is the URL clients connect to, with the actual port.
@@ -188,6 +205,16 @@ func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
 // InProcess is the connection option that reaches this server inside the
 // process, without the network; the URL given to Connect is then ignored.
 func (e *Embedded) InProcess() nats.Option { return nats.InProcessServer(e.srv) }
+
+// LameDuck stops the server gently, for a rolling restart: it stops
+// accepting clients, tells its clients it is going away (they reconnect to
+// other nodes), hands the leadership of its JetStream assets to other
+// nodes, waits the grace, closes its clients spread over the lame duck
+// duration, then shuts down. It returns once the server has stopped.
+func (e *Embedded) LameDuck() {
+	e.srv.LameDuckShutdown()
+	e.srv.WaitForShutdown()
+}
 
 // Shutdown stops the server and waits until it has stopped.
 func (e *Embedded) Shutdown() { stop(e.srv) }

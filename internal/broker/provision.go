@@ -142,7 +142,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, s Settings, log *slo
 	if r.Audit, err = p.auditStream(ctx); err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
-	if r.Tasks, err = p.stream(ctx, p.tasksConfig()); err != nil {
+	if r.Tasks, err = p.tasksStream(ctx); err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
 	if r.DLQ, err = p.limitedStream(ctx, p.dlqConfig()); err != nil {
@@ -170,15 +170,41 @@ type provisioner struct {
 	log *slog.Logger
 }
 
+// tasksConfig is the tasks stream: the requests of every queue, and the
+// retries workers schedule (message schedules, which need roll-ups).
 func (p *provisioner) tasksConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:       p.s.Names.TasksStream(),
-		Subjects:   []string{p.s.Names.TasksWildcard()},
-		Retention:  jetstream.WorkQueuePolicy,
-		Storage:    jetstream.FileStorage,
-		Replicas:   p.s.Replicas,
-		Duplicates: p.s.DuplicateWindow,
+		Name:              p.s.Names.TasksStream(),
+		Subjects:          []string{p.s.Names.TasksWildcard(), p.s.Names.TasksRetryWildcard()},
+		Retention:         jetstream.WorkQueuePolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          p.s.Replicas,
+		Duplicates:        p.s.DuplicateWindow,
+		AllowMsgSchedules: true,
+		AllowRollup:       true,
 	}
+}
+
+// tasksStream creates or gets the tasks stream (see stream) and adds what
+// a stream of an older version lacks: the retry subject and message
+// schedules.
+func (p *provisioner) tasksStream(ctx context.Context) (jetstream.Stream, error) {
+	cfg := p.tasksConfig()
+	st, err := p.stream(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cur := st.CachedInfo().Config
+	if slices.Equal(cur.Subjects, cfg.Subjects) && cur.AllowMsgSchedules {
+		return st, nil
+	}
+	old := cur.Subjects
+	cur.Subjects, cur.AllowMsgSchedules, cur.AllowRollup, cur.DenyPurge = cfg.Subjects, true, true, false
+	if st, err = p.js.UpdateStream(ctx, cur); err != nil {
+		return nil, fmt.Errorf("stream %s: allow scheduled retries: %w", cfg.Name, err)
+	}
+	p.log.Info("stream setting changed", "stream", cfg.Name, "setting", "subjects, allow_msg_schedules", "old", old, "new", cfg.Subjects)
+	return st, nil
 }
 
 // dlqConfig is the DLQ stream: entries age out after DLQMaxAge, and the

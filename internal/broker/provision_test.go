@@ -29,7 +29,8 @@ func TestProvisionIdempotent(t *testing.T) {
 		require.Equal(t, a.Created, b.Created, "stream %s was recreated", a.Config.Name)
 	}
 	require.Equal(t, "DROVER_TASKS", first.Tasks.CachedInfo().Config.Name)
-	require.Equal(t, []string{"drover.tasks.*"}, first.Tasks.CachedInfo().Config.Subjects)
+	require.Equal(t, []string{"drover.tasks.*", "drover.tasks.*.retry.>"}, first.Tasks.CachedInfo().Config.Subjects)
+	require.True(t, first.Tasks.CachedInfo().Config.AllowMsgSchedules)
 	require.Equal(t, jetstream.WorkQueuePolicy, first.Tasks.CachedInfo().Config.Retention)
 	require.Equal(t, DefaultDuplicateWindow, first.Tasks.CachedInfo().Config.Duplicates)
 	require.Equal(t, []string{"drover.dlq.*"}, first.DLQ.CachedInfo().Config.Subjects)
@@ -51,6 +52,30 @@ func TestProvisionIdempotent(t *testing.T) {
 	blobs, err := second.Blobs.Status(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "drover_blobs", blobs.Bucket())
+}
+
+// A tasks stream of an older version (one subject, no message schedules)
+// gains the retry subject and message schedules, keeping its messages.
+func TestProvisionUpgradesTasksStreamForScheduledRetries(t *testing.T) {
+	t.Parallel()
+	js := newJS(t)
+	ctx := testCtx(t)
+	old, err := js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: "DROVER_TASKS", Subjects: []string{"drover.tasks.*"}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Duplicates: DefaultDuplicateWindow,
+	})
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, "drover.tasks.default", []byte(`{}`))
+	require.NoError(t, err)
+
+	r, err := Provision(ctx, js, Settings{Names: subjects.MustNames("drover")}, nil)
+	require.NoError(t, err)
+	info, err := r.Tasks.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, old.CachedInfo().Created, info.Created)
+	require.Equal(t, []string{"drover.tasks.*", "drover.tasks.*.retry.>"}, info.Config.Subjects)
+	require.True(t, info.Config.AllowMsgSchedules)
+	require.Equal(t, uint64(1), info.State.Msgs)
 }
 
 func TestProvisionPrefix(t *testing.T) {

@@ -67,6 +67,7 @@ events until interrupted.`,
 	fl.BoolVar(&f.json, "json", false, "print each event as one line of JSON (JSONL)")
 	fl.BoolVar(&f.summary, "summary", false, "print a per-task summary of the workflow (needs --workflow)")
 	cmd.AddCommand(newAuditVerifyCmd(g), newAuditExportCmd(g))
+	cmd.AddCommand(newAuditCheckpointCmd(g))
 	return cmd
 }
 

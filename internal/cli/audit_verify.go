@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -21,6 +22,7 @@ func newAuditVerifyCmd(g *globals) *cobra.Command {
 		workflow string
 		asJSON   bool
 		dlq      bool
+		cpFile   string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -31,7 +33,11 @@ is well formed, matches its subject and body, and appears once; each task's
 events come in the pipeline's order (task_accepted, planner_decision, then per
 round implementer_change before judge_verdict); a task ends at most once and
 nothing of it follows its end; and every task_failed and task_rejected has
-exactly one DLQ entry. An event older than what the DLQ can still hold (its
+exactly one DLQ entry; the stream's settings still deny deletes and purges and
+set no age or size limit (stream-config); and each event's Drover-Prev is the link (SHA-256) of
+its task's previous event, so an event changed in place breaks the chain at
+the next one. With --checkpoint, a stream behind a checkpoint taken earlier
+(drover audit checkpoint) is reported as a regression. An event older than what the DLQ can still hold (its
 max age, or its oldest entry once it discarded some) whose entry is gone is
 counted as aged out, not checked, rather than reported.
 
@@ -49,12 +55,20 @@ first; --json prints the whole report as JSON.`,
 					return fmt.Errorf("--workflow %q: %w", workflow, err)
 				}
 			}
+			opts := audit.VerifyOptions{Workflow: workflow, DLQ: dlq, StreamCheck: broker.CheckAudit}
+			if cpFile != "" {
+				cp, err := readCheckpoint(cpFile)
+				if err != nil {
+					return err
+				}
+				opts.Checkpoint = cp
+			}
 			c, err := g.connect(cmd.Context(), "audit verify")
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			rep, err := audit.Verify(cmd.Context(), c.js, g.names, audit.VerifyOptions{Workflow: workflow, DLQ: dlq})
+			rep, err := audit.Verify(cmd.Context(), c.js, g.names, opts)
 			if err != nil {
 				return err
 			}
@@ -78,6 +92,7 @@ first; --json prints the whole report as JSON.`,
 	fl.StringVar(&workflow, "workflow", "", "check only this workflow's events")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fl.BoolVar(&dlq, "dlq", true, "also check that every failed or rejected request has exactly one DLQ entry")
+	fl.StringVar(&cpFile, "checkpoint", "", "also compare the stream with this checkpoint of drover audit checkpoint: a rolled-back tail is a regression")
 	return cmd
 }
 
@@ -107,6 +122,9 @@ func writeVerifyReport(w io.Writer, rep audit.VerifyReport) error {
 	}
 	if !rep.SeqChecked {
 		b.WriteString("sequence gaps: not checked (one workflow's events are not contiguous)\n")
+	}
+	if rep.CheckpointSeq > 0 {
+		fmt.Fprintf(&b, "checkpoint: compared at sequence %s\n", vfDigits(rep.CheckpointSeq))
 	}
 	if rep.DLQChecked {
 		fmt.Fprintf(&b, "DLQ: %s entries cross-checked\n", vfDigits(uint64(rep.DLQEntries)))

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/audit"
@@ -97,4 +102,50 @@ func TestAuditVerifyCmd(t *testing.T) {
 
 	_, err = run("--workflow", "a b")
 	require.ErrorContains(t, err, `--workflow "a b"`)
+}
+
+// drover audit checkpoint writes a file that verify --checkpoint compares:
+// clean on the stream it was taken of, a regression once the stream is
+// replaced by one that ends before it.
+func TestAuditCheckpointCmd(t *testing.T) {
+	t.Parallel()
+	names := subjects.MustNames(subjects.DefaultPrefix)
+	ctx := context.Background()
+	run := func(url string, cmd func(*globals) *cobra.Command, args ...string) (string, error) {
+		var out bytes.Buffer
+		g := &globals{natsURL: url, names: names, stdout: &out, stderr: io.Discard}
+		c := cmd(g)
+		c.SetArgs(args)
+		c.SetOut(io.Discard)
+		c.SetErr(io.Discard)
+		err := c.ExecuteContext(ctx)
+		return out.String(), err
+	}
+	publish := func(js jetstream.JetStream, n int) {
+		pub := audit.NewPublisher(js, names)
+		for i := range n {
+			ev := subjects.AuditEvent{EventID: subjects.EventID("w", fmt.Sprintf("T%d", i), 1, subjects.ActorSystem, subjects.EventTaskAccepted, 0),
+				EventType: subjects.EventTaskAccepted, WorkflowID: "w", TaskID: fmt.Sprintf("T%d", i), Actor: subjects.ActorSystem, Attempt: 1}
+			_, err := pub.PublishEvent(ctx, &ev, "", true, 0)
+			require.NoError(t, err)
+		}
+	}
+	srv, _, js, _ := natstest.Provisioned(t, natstest.Sync(time.Second))
+	publish(js, 3)
+	file := filepath.Join(t.TempDir(), "cp.json")
+	_, err := run(srv.ClientURL(), newAuditCheckpointCmd, "--out", file)
+	require.NoError(t, err)
+	out, err := run(srv.ClientURL(), newAuditVerifyCmd, "--checkpoint", file, "--dlq=false")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "checkpoint: compared at sequence 3\n")
+
+	older, _, ojs, _ := natstest.Provisioned(t, natstest.Sync(time.Second))
+	publish(ojs, 2)
+	out, err = run(older.ClientURL(), newAuditVerifyCmd, "--checkpoint", file, "--dlq=false")
+	require.Equal(t, exitCode(1), err)
+	require.Contains(t, out, "regression: the stream ends at sequence 2, before the checkpoint's 3")
+
+	require.NoError(t, os.WriteFile(file, []byte(`{"last_seq": 3, "link": "x"}`), 0o600))
+	_, err = run(srv.ClientURL(), newAuditVerifyCmd, "--checkpoint", file)
+	require.ErrorContains(t, err, "link is not a hex SHA-256")
 }

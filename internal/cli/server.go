@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,12 +19,17 @@ func init() { register(newServerCmd) }
 // --cluster-listen it is one node of a NATS cluster.
 func newServerCmd(g *globals) *cobra.Command {
 	var listen, data, sync, name string
+	var lameDuck, lameDuckGrace time.Duration
 	var cluster broker.ClusterConfig
 	var auth serverAuthFlags
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run only the embedded NATS server with JetStream (no worker)",
 		Long: `Run the NATS server that drover serve embeds, without a worker, until SIGTERM or Ctrl-C.
+SIGUSR2 stops it in lame duck mode instead, for a rolling restart of a cluster: it
+takes no new clients, hands its stream and consumer leaderships to other nodes, and
+after --lame-duck-grace closes its clients spread over --lame-duck, so workers
+reconnect to the other nodes a few at a time; then it exits 0.
 Workers and clients reach it with --nats-url (or NATS_URL); so does the nats CLI.
 
 With --cluster-listen it is one node of a NATS cluster: give every node the same
@@ -60,7 +66,7 @@ server reachable from other machines without any of them logs a warning at start
 			}
 			emb, err := broker.StartEmbedded(broker.EmbeddedConfig{
 				Listen: listen, DataDir: data, Sync: interval, ServerName: name, Cluster: cluster, Logger: g.log,
-				Auth: auth.auth, ConfigFile: auth.config,
+				Auth: auth.auth, ConfigFile: auth.config, LameDuck: lameDuck, LameDuckGrace: lameDuckGrace,
 			})
 			if err != nil {
 				return err
@@ -73,8 +79,16 @@ server reachable from other machines without any of them logs a warning at start
 				attrs = append(attrs, "cluster", cluster.Name, "cluster_listen", cluster.Listen, "routes", strings.Join(cluster.Routes, ","))
 			}
 			g.log.Info("nats server ready", attrs...)
-			<-cmd.Context().Done()
-			emb.Shutdown()
+			lame, stopLame := lameDuckSignals()
+			defer stopLame()
+			select {
+			case <-cmd.Context().Done():
+				emb.Shutdown()
+			case <-lame:
+				g.log.Info("lame duck mode: clients move to other nodes, then the server stops",
+					"grace", lameDuckGrace, "duration", lameDuck)
+				emb.LameDuck()
+			}
 			g.log.Info("nats server stopped")
 			return nil
 		},
@@ -87,6 +101,8 @@ server reachable from other machines without any of them logs a warning at start
 	fl.StringVar(&cluster.Name, "cluster-name", "", "cluster name, the same on every node (with --cluster-listen)")
 	fl.StringVar(&cluster.Listen, "cluster-listen", "", "address for routes from the other cluster nodes; empty runs the server alone")
 	fl.StringSliceVar(&cluster.Routes, "routes", nil, "cluster addresses of the nodes to join, nats://host:port, comma-separated (its own may be included)")
+	fl.DurationVar(&lameDuck, "lame-duck", 30*time.Second, "on SIGUSR2 (lame duck mode, for a rolling restart), close the clients spread over this long, then stop")
+	fl.DurationVar(&lameDuckGrace, "lame-duck-grace", 5*time.Second, "on SIGUSR2, wait this long before closing the first client")
 	addServerAuthFlags(fl, &auth)
 	return cmd
 }

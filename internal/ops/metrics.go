@@ -32,6 +32,8 @@ type Metrics struct {
 	heartbeats   prometheus.Counter
 	panics       prometheus.Counter
 	jsAvailable  prometheus.Gauge
+	auditWeak    prometheus.Gauge
+	storeFull    prometheus.Gauge
 }
 
 // settleActions are the values of drover_consumer_settled_total's action
@@ -99,11 +101,19 @@ func NewMetrics() *Metrics {
 		Help: "1 when the last readiness check found JetStream answering for Drover's streams, 0 when it did not (no quorum).",
 	})
 	m.jsAvailable.Set(1)
+	m.auditWeak = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "drover_audit_stream_weakened",
+		Help: "1 when the last check found the audit stream's settings weakened (deletes, purges, rollups, TTLs or limits allowed), 0 otherwise.",
+	})
+	m.storeFull = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "drover_store_full",
+		Help: "1 while the server refuses the worker's writes for want of storage (insufficient resources), 0 otherwise.",
+	})
 	for _, a := range settleActions {
 		m.settled.WithLabelValues(a)
 	}
 	r.MustRegister(m.tasks, m.roleDuration, m.runnerCalls, m.cache, m.cachePutFail, m.auditPublish, m.roleGap, m.submitStart,
-		m.dlq, m.inFlight, m.poolSize, m.redeliveries, m.settled, m.heartbeats, m.panics, m.jsAvailable,
+		m.dlq, m.inFlight, m.poolSize, m.redeliveries, m.settled, m.heartbeats, m.panics, m.jsAvailable, m.auditWeak, m.storeFull,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -164,6 +174,24 @@ func (m *Metrics) Heartbeat() { m.heartbeats.Inc() }
 
 // Panicked counts a task message whose handling panicked.
 func (m *Metrics) Panicked() { m.panics.Inc() }
+
+// StoreFull sets drover_store_full.
+func (m *Metrics) StoreFull(full bool) {
+	if full {
+		m.storeFull.Set(1)
+	} else {
+		m.storeFull.Set(0)
+	}
+}
+
+// AuditStreamWeakened sets drover_audit_stream_weakened.
+func (m *Metrics) AuditStreamWeakened(weak bool) {
+	if weak {
+		m.auditWeak.Set(1)
+	} else {
+		m.auditWeak.Set(0)
+	}
+}
 
 // JetStreamAvailable sets drover_jetstream_available from a readiness check.
 func (m *Metrics) JetStreamAvailable(ok bool) {

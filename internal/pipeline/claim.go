@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 		step := decideClaim(claimView{
 			exists: err == nil, state: cur.State, requestSeq: cur.StreamSeq, owner: cur.Delivery,
 			streamSeq: d.StreamSeq, numDelivered: d.NumDelivered,
+			revision: cur.Revision, retryFrom: cur.RetryFrom, retryRev: retryRevision(d),
 		})
 		t := p.newRun(d, req)
 		switch step {
@@ -68,6 +70,10 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 			return nil, p.rejectDuplicate(ctx, d, req, cur), false
 		case claimAbandon:
 			return nil, Outcome{Action: Abandon, Err: errors.New("a later delivery owns the task")}, false
+		case claimStale:
+			p.requestLog(d, req.Workflow, req.ID).Info("request the task has moved on from; acked without running",
+				"owner_stream_seq", cur.StreamSeq, "retry_revision", retryRevision(d))
+			return nil, Outcome{Action: Ack}, false
 		}
 		t.st, t.rev = cur.TaskState, cur.Revision
 		switch step {
@@ -76,6 +82,22 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 			// it now and continues from the stage where it stopped.
 			switch _, err := p.casState(ctx, t, func(s *subjects.TaskState) {
 				s.State, s.Request, s.Queue, s.StreamSeq = subjects.StateRunning, nil, d.Queue, d.StreamSeq
+			}, nil); {
+			case errors.Is(err, state.ErrConflict):
+				continue
+			case err != nil:
+				return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
+			}
+			return t, Outcome{}, true
+		case claimRetry:
+			// The retry the task's last write scheduled: this request
+			// owns the task now; the one that scheduled it is done.
+			from := cur.StreamSeq
+			switch _, err := p.casState(ctx, t, func(s *subjects.TaskState) {
+				// The tries spent: those before the scheduling request,
+				// and its deliveries up to the one that scheduled this.
+				s.TryBase += s.Delivery
+				s.Queue, s.StreamSeq, s.RetryFrom = d.Queue, d.StreamSeq, from
 			}, nil); {
 			case errors.Is(err, state.ErrConflict):
 				continue
@@ -100,6 +122,20 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 		return t, Outcome{}, true
 	}
 	return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, errors.New("state kept changing while claiming the task")), false
+}
+
+// retryRevision is the request's Drover-Retry header: the revision of the
+// state write that scheduled it, 0 when it has none or it does not parse.
+func retryRevision(d Delivery) uint64 {
+	v := d.Header.Get(subjects.HeaderRetry)
+	if v == "" || len(v) > 20 {
+		return 0
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 func (p *Pipeline) newRun(d Delivery, req subjects.TaskRequest) *taskRun {

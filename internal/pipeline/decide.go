@@ -39,6 +39,13 @@ const (
 	// claimOwn: this delivery owns the state already (it claimed it, then
 	// decides again); publish what it did not yet.
 	claimOwn
+	// claimRetry: the retry scheduled by the task's current state
+	// (task_retried); take the task over and run it from its stage.
+	claimRetry
+	// claimStale: a request the task has moved on from: a retry scheduled
+	// by an older revision, or the request that scheduled the current
+	// owner, delivered again. Ack it, writing nothing.
+	claimStale
 )
 
 // claimView is what the claim decides on: the task's state as read, if
@@ -50,6 +57,9 @@ type claimView struct {
 	owner        uint64 // delivery number of the state's owner
 	streamSeq    uint64 // this delivery's request
 	numDelivered uint64 // this delivery's number
+	revision     uint64 // the state's revision
+	retryFrom    uint64 // the request that scheduled the owner's, if any
+	retryRev     uint64 // this request's Drover-Retry header (0: none)
 }
 
 func decideClaim(v claimView) claimStep {
@@ -58,6 +68,10 @@ func decideClaim(v claimView) claimStep {
 		return claimFresh
 	case !v.exists:
 		return claimCreate
+	case v.requestSeq != v.streamSeq && v.retryRev != 0 && v.retryRev == v.revision && v.state == subjects.StateRunning:
+		return claimRetry
+	case v.requestSeq != v.streamSeq && (v.retryRev != 0 || v.streamSeq == v.retryFrom):
+		return claimStale
 	case v.requestSeq != v.streamSeq && v.state == subjects.StatePaused:
 		return claimResume
 	case v.requestSeq != v.streamSeq:
@@ -135,6 +149,14 @@ func decideFence(resyncs int, rev, ours uint64) fenceStep {
 	return fenceResync
 }
 
+// tryOf is the number of the task's try a delivery runs: the tries earlier
+// requests of the task spent (their retries scheduled this one) plus this
+// request's delivery number. The delivery limit and the task_retried
+// event's number use it.
+func tryOf(tryBase, numDelivered uint64) uint64 {
+	return tryBase + numDelivered
+}
+
 // roleStep is what a role error means for the task.
 type roleStep int
 
@@ -152,12 +174,14 @@ const (
 	// roleLastDelivery: the last allowed delivery; the task fails with
 	// max_deliveries.
 	roleLastDelivery
-	// roleRetry: commit task_retried and nak with backoff.
+	// roleRetry: commit task_retried and schedule the request again
+	// after the backoff (a new message; this one is acked).
 	roleRetry
 )
 
-// decideRoleError decides on a role's error err; ctx is the task's.
-func decideRoleError(ctx context.Context, err error, numDelivered uint64, maxDeliver int) roleStep {
+// decideRoleError decides on a role's error err on try (tryOf); ctx is the
+// task's.
+func decideRoleError(ctx context.Context, err error, try uint64, maxDeliver int) roleStep {
 	switch {
 	case errors.Is(err, ErrClaimLost) || errors.Is(context.Cause(ctx), ErrClaimLost):
 		return roleAbandon
@@ -167,7 +191,7 @@ func decideRoleError(ctx context.Context, err error, numDelivered uint64, maxDel
 		return roleInfra
 	case errors.Is(err, runner.ErrPermanent):
 		return roleFail
-	case numDelivered >= uint64(maxDeliver):
+	case try >= uint64(maxDeliver):
 		return roleLastDelivery
 	}
 	return roleRetry

@@ -49,6 +49,16 @@ func TestDecideClaim(t *testing.T) {
 			claimView{exists: true, state: subjects.StateFailed, requestSeq: seq, owner: 2, streamSeq: seq, numDelivered: 2}, claimOwn},
 		{"own parked state, redelivered: take it over",
 			claimView{exists: true, state: subjects.StatePaused, requestSeq: seq, owner: 1, streamSeq: seq, numDelivered: 2}, claimTakeOver},
+		{"the retry the current state scheduled: take it over from its stage",
+			claimView{exists: true, state: subjects.StateRunning, requestSeq: other, owner: 1, streamSeq: seq, numDelivered: 1, revision: 6, retryRev: 6}, claimRetry},
+		{"the retry the current state scheduled, redelivered after its claim: own it",
+			claimView{exists: true, state: subjects.StateRunning, requestSeq: seq, owner: 1, streamSeq: seq, numDelivered: 2, revision: 7, retryRev: 6}, claimTakeOver},
+		{"a retry of an older revision: stale, acked",
+			claimView{exists: true, state: subjects.StateRunning, requestSeq: other, owner: 2, streamSeq: seq, numDelivered: 1, revision: 7, retryRev: 6}, claimStale},
+		{"a retry of a task that ended: stale, acked",
+			claimView{exists: true, state: subjects.StateCompleted, requestSeq: other, owner: 1, streamSeq: seq, numDelivered: 1, revision: 6, retryRev: 6}, claimStale},
+		{"the request that scheduled the owner's, delivered again: stale, acked",
+			claimView{exists: true, state: subjects.StateRunning, requestSeq: other, owner: 1, streamSeq: seq, numDelivered: 2, revision: 7, retryFrom: seq}, claimStale},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -164,6 +174,27 @@ func TestDecideRoleError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			assert.Equal(t, tc.want, decideRoleError(tc.ctx, tc.err, tc.delivered, 5))
+		})
+	}
+}
+
+// TestTryOf: tries are counted across the requests that schedule retries.
+func TestTryOf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		base      uint64
+		delivered uint64
+		want      uint64
+	}{
+		{"first try", 0, 1, 1},
+		{"a redelivery after a crash, no retry yet", 0, 3, 3},
+		{"first delivery of the third scheduled retry", 3, 1, 4},
+		{"a redelivery of a retry's request after a crash", 3, 2, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tc.want, tryOf(tc.base, tc.delivered))
 		})
 	}
 }

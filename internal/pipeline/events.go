@@ -68,13 +68,14 @@ func (p *Pipeline) roleEvent(t *taskRun, rr roleResult) subjects.OutboxItem {
 }
 
 // retriedEvent records a role failure that will be retried.
-func (p *Pipeline) retriedEvent(t *taskRun, role subjects.Role, attempt int, err error, dur time.Duration) subjects.OutboxItem {
-	ev := p.event(t, subjects.EventTaskRetried, subjects.ActorOf(role), attempt, t.d.NumDelivered)
+// try numbers it (tryOf): the event's ID ends in it.
+func (p *Pipeline) retriedEvent(t *taskRun, role subjects.Role, attempt int, err error, dur time.Duration, try uint64) subjects.OutboxItem {
+	ev := p.event(t, subjects.EventTaskRetried, subjects.ActorOf(role), attempt, try)
 	ev.Action = "retry"
 	ev.Status = subjects.StatusFailure
 	ev.Error = boundError(err.Error())
 	ev.DurationMS = dur.Milliseconds()
-	ev.Metadata = mustJSON(map[string]any{"delivery": t.d.NumDelivered, "retry_in_ms": p.backoff(t.d.NumDelivered).Milliseconds()})
+	ev.Metadata = mustJSON(map[string]any{"delivery": t.d.NumDelivered, "try": try, "retry_in_ms": p.backoff(try).Milliseconds()})
 	return item(ev)
 }
 

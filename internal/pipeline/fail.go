@@ -13,7 +13,8 @@ import (
 // the state, so that a retry does not lose them.
 func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Role, attempt int, err error, dur time.Duration,
 	pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
-	switch decideRoleError(ctx, err, t.d.NumDelivered, p.cfg.MaxDeliver) {
+	try := tryOf(t.st.TryBase, t.d.NumDelivered)
+	switch decideRoleError(ctx, err, try, p.cfg.MaxDeliver) {
 	case roleAbandon:
 		return Outcome{Action: Abandon, Err: err}
 	case roleStopping:
@@ -36,7 +37,7 @@ func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Rol
 	case roleLastDelivery:
 		return p.fail(ctx, t, attempt, subjects.ReasonMaxDeliveries, err.Error(), pending, keep)
 	}
-	items := append(pending, p.retriedEvent(t, role, attempt, err, dur))
+	items := append(pending, p.retriedEvent(t, role, attempt, err, dur, try))
 	cerr := p.commit(ctx, t, func(s *subjects.TaskState) {
 		if keep != nil {
 			keep(s)
@@ -55,8 +56,15 @@ func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Rol
 	if cerr != nil {
 		return p.errOutcome(t, cerr)
 	}
-	p.taskLog(t, role).Info("role failed; retrying", "err", err)
-	return Outcome{Action: Nak, Delay: p.backoff(t.d.NumDelivered), Err: err}
+	delay := p.backoff(try)
+	if serr := p.scheduleRetry(ctx, t, delay); serr != nil {
+		// The retry is committed; a redelivery of this message takes
+		// the task over and runs it.
+		p.taskLog(t, role).Warn("role failed; could not schedule its retry, handing the message back", "err", err, "schedule_err", serr)
+		return Outcome{Action: Nak, Delay: delay, Err: err}
+	}
+	p.taskLog(t, role).Info("role failed; retry scheduled", "err", err, "retry_in", delay)
+	return Outcome{Action: Ack, Err: err}
 }
 
 // fail ends the task as failed: state, DLQ entry, task_failed, then Term.

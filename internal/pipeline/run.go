@@ -30,9 +30,9 @@ type roleResult struct {
 
 // run executes the task's remaining roles from its stage.
 func (p *Pipeline) run(ctx context.Context, t *taskRun) Outcome {
-	if t.d.NumDelivered > uint64(p.cfg.MaxDeliver) {
+	if try := tryOf(t.st.TryBase, t.d.NumDelivered); try > uint64(p.cfg.MaxDeliver) {
 		return p.fail(ctx, t, t.st.Attempt, subjects.ReasonMaxDeliveries,
-			fmt.Sprintf("delivery %d exceeds the limit of %d: the worker running the last allowed delivery stopped", t.d.NumDelivered, p.cfg.MaxDeliver), nil, nil)
+			fmt.Sprintf("delivery %d exceeds the limit of %d: the worker running the last allowed delivery stopped", try, p.cfg.MaxDeliver), nil, nil)
 	}
 	for {
 		if out, stop := p.gate(ctx, t, nil, nil); stop {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/pipeline"
@@ -20,6 +21,7 @@ type handler struct {
 
 	mu    sync.Mutex
 	byMax map[int]*pipeline.Pipeline
+	store *storeWatch // told of each outcome, when set
 }
 
 var (
@@ -50,7 +52,11 @@ func (h *handler) pipeline(maxDeliver int) *pipeline.Pipeline {
 func (h *handler) Handle(ctx context.Context, d consumers.Delivery) consumers.Outcome {
 	ctx, stop := claimLostAs(ctx)
 	defer stop()
-	return outcomeOf(h.pipeline(d.MaxDeliver).Handle(ctx, deliveryOf(d)))
+	out := h.pipeline(d.MaxDeliver).Handle(ctx, deliveryOf(d))
+	if h.store != nil {
+		h.store.observe(out, time.Now())
+	}
+	return outcomeOf(out)
 }
 
 // Poison fails a task whose handling panicked through its deliveries.

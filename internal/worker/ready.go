@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/redact"
 )
 
@@ -51,6 +52,9 @@ func (w *Worker) CheckReady() error {
 	}
 	if err := w.checkDependencies(); err != nil {
 		return err // the consumers do not fetch meanwhile
+	}
+	if err := w.checkStore(); err != nil {
+		return err
 	}
 	for i, c := range w.consumers {
 		if !c.Fetching() {
@@ -95,8 +99,12 @@ func (w *Worker) checkJetStream() error {
 // worker needs.
 func (w *Worker) probeJetStream(ctx context.Context) error {
 	n := w.cfg.Names
-	if _, err := w.res.Audit.Info(ctx); err != nil {
+	info, err := w.res.Audit.Info(ctx)
+	if err != nil {
 		return fmt.Errorf("JetStream: stream %s: %w", n.AuditStream(), err)
+	}
+	if err := w.reportAudit(broker.CheckAudit(info.Config)); err != nil {
+		return err
 	}
 	if _, err := w.res.DLQ.Info(ctx); err != nil {
 		return fmt.Errorf("JetStream: stream %s: %w", n.DLQStream(), err)

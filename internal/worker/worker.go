@@ -127,6 +127,13 @@ type Worker struct {
 	probedAt time.Time
 	probeErr error
 	noQuorum bool // the last check found no quorum (guarded by probeMu)
+	// auditWeak: the last check found the audit stream weakened
+	// (guarded by probeMu).
+	auditWeak bool
+	// store follows writes refused for want of storage; storeWasFull is
+	// what checkStore last reported.
+	store        storeWatch
+	storeWasFull atomic.Bool
 }
 
 // New validates cfg and returns a worker on the connection nc.
@@ -293,6 +300,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		pc.MaxDeliver = maxDeliver
 		return pipeline.New(deps, pc)
 	})
+	h.store = &w.store
 	p := h.pipeline(w.cfg.Consumer.MaxDeliver)
 	w.pipe.Store(p)
 	if m := w.ws.Load(); m != nil && w.cfg.Delivery == DeliveryMerge {
@@ -355,6 +363,11 @@ func (w *Worker) consume(ctx context.Context) error {
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.watchJetStream(ctx, w.cfg.Watchdog)
+	}()
 	now := time.Now()
 	w.startedAt.Store(&now)
 	svc, err := w.startService(now)
