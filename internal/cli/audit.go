@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/redact"
@@ -23,6 +24,16 @@ type auditFlags struct {
 	workflow, task, actor, eventType string
 	since, until                     string
 	follow, json, summary            bool
+}
+
+// addFilters adds the flags that select events (drover audit, audit export).
+func (f *auditFlags) addFilters(fl *pflag.FlagSet) {
+	fl.StringVar(&f.workflow, "workflow", "", "only events of this workflow ID")
+	fl.StringVar(&f.task, "task", "", `only events of this task ID ("_": workflow-level events)`)
+	fl.StringVar(&f.actor, "actor", "", "only events written by this actor: system, planner, implementer, judge or human")
+	fl.StringVar(&f.eventType, "type", "", "only events of this type, e.g. task_failed or judge_verdict")
+	fl.StringVar(&f.since, "since", "", "start at this RFC 3339 time, or this long ago (e.g. 1h)")
+	fl.StringVar(&f.until, "until", "", "stop after this RFC 3339 time, or this long ago (e.g. 10m)")
 }
 
 func newAuditCmd(g *globals) *cobra.Command {
@@ -57,12 +68,7 @@ events until interrupted.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.workflow, "workflow", "", "only events of this workflow ID")
-	fl.StringVar(&f.task, "task", "", `only events of this task ID ("_": workflow-level events)`)
-	fl.StringVar(&f.actor, "actor", "", "only events written by this actor: system, planner, implementer, judge or human")
-	fl.StringVar(&f.eventType, "type", "", "only events of this type, e.g. task_failed or judge_verdict")
-	fl.StringVar(&f.since, "since", "", "start at this RFC 3339 time, or this long ago (e.g. 1h)")
-	fl.StringVar(&f.until, "until", "", "stop after this RFC 3339 time, or this long ago (e.g. 10m)")
+	f.addFilters(fl)
 	fl.BoolVarP(&f.follow, "follow", "f", false, "keep printing new events until interrupted (Ctrl-C)")
 	fl.BoolVar(&f.json, "json", false, "print each event as one line of JSON (JSONL)")
 	fl.BoolVar(&f.summary, "summary", false, "print a per-task summary of the workflow (needs --workflow)")

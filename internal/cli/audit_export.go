@@ -48,12 +48,7 @@ goes to stderr.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.workflow, "workflow", "", "only events of this workflow ID")
-	fl.StringVar(&f.task, "task", "", `only events of this task ID ("_": workflow-level events)`)
-	fl.StringVar(&f.actor, "actor", "", "only events written by this actor: system, planner, implementer, judge or human")
-	fl.StringVar(&f.eventType, "type", "", "only events of this type, e.g. task_failed or judge_verdict")
-	fl.StringVar(&f.since, "since", "", "start at this RFC 3339 time, or this long ago (e.g. 720h)")
-	fl.StringVar(&f.until, "until", "", "stop after this RFC 3339 time, or this long ago")
+	f.addFilters(fl)
 	fl.StringVar(&f.format, "format", audit.FormatJSONL, "jsonl or cloudevents")
 	fl.StringVarP(&f.output, "output", "o", "", "write to this file (created, or truncated) instead of stdout")
 	return cmd

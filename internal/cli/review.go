@@ -53,27 +53,21 @@ func newReviewListCmd(g *globals) *cobra.Command {
 		Short:   "List the tasks awaiting review, oldest first, with how long each has waited",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.connect(cmd.Context(), "review ls")
-			if err != nil {
+			var waiting []state.Task
+			err := g.withState(cmd.Context(), "review ls", func(kv jetstream.KeyValue) (err error) {
+				waiting, err = review.Waiting(cmd.Context(), kv)
 				return err
-			}
-			defer cl.Close()
-			kv, err := cl.stateBucket(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			waiting, err := review.Waiting(cmd.Context(), kv)
+			})
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(g.stdout)
-				for _, t := range waiting {
-					if err := enc.Encode(reviewItem(t, time.Now())); err != nil {
-						return err
-					}
+				now := time.Now()
+				lines := make([]reviewLine, len(waiting))
+				for i, t := range waiting {
+					lines[i] = reviewItem(t, now)
 				}
-				return nil
+				return jsonLines(g.stdout, lines)
 			}
 			return writeReviewTable(g.stdout, waiting, time.Now())
 		},

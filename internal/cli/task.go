@@ -210,6 +210,32 @@ func taskTime(t time.Time) string {
 
 // stateBucket opens the deployment's state bucket, saying what a missing
 // one most likely means.
+// withState connects for the command what (named in errors), opens the
+// state bucket and runs fn with it; the connection is closed after.
+func (g *globals) withState(ctx context.Context, what string, fn func(kv jetstream.KeyValue) error) error {
+	cl, err := g.connect(ctx, what)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	kv, err := cl.stateBucket(ctx, g)
+	if err != nil {
+		return err
+	}
+	return fn(kv)
+}
+
+// jsonLines writes each item to w as one line of JSON.
+func jsonLines[T any](w io.Writer, items []T) error {
+	enc := json.NewEncoder(w)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (c *client) stateBucket(ctx context.Context, g *globals) (jetstream.KeyValue, error) {
 	kv, err := c.js.KeyValue(ctx, g.names.StateBucket())
 	if errors.Is(err, jetstream.ErrBucketNotFound) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/table"
@@ -97,16 +98,11 @@ func newWorkflowStatusCmd(g *globals) *cobra.Command {
 		Short: "Show a workflow's state and each task's state, stage, attempt and timings",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.connect(cmd.Context(), "workflow status")
-			if err != nil {
+			var st workflow.Status
+			err := g.withState(cmd.Context(), "workflow status", func(kv jetstream.KeyValue) (err error) {
+				st, err = workflow.GetStatus(cmd.Context(), kv, args[0])
 				return err
-			}
-			defer cl.Close()
-			kv, err := cl.stateBucket(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			st, err := workflow.GetStatus(cmd.Context(), kv, args[0])
+			})
 			if err != nil {
 				return err
 			}
@@ -138,27 +134,16 @@ func newWorkflowListCmd(g *globals) *cobra.Command {
 		Short: "List workflows with their task counts by state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.connect(cmd.Context(), "workflow list")
-			if err != nil {
+			var list []workflow.Summary
+			err := g.withState(cmd.Context(), "workflow list", func(kv jetstream.KeyValue) (err error) {
+				list, err = workflow.List(cmd.Context(), kv)
 				return err
-			}
-			defer cl.Close()
-			kv, err := cl.stateBucket(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			list, err := workflow.List(cmd.Context(), kv)
+			})
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(g.stdout)
-				for _, s := range list {
-					if err := enc.Encode(s); err != nil {
-						return err
-					}
-				}
-				return nil
+				return jsonLines(g.stdout, list)
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "WORKFLOW\tSTATE\tTASKS\tRUNNING\tPAUSED\tCOMPLETED\tFAILED\tCANCELLED\tUPDATED")
