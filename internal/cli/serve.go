@@ -111,7 +111,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.DurationVar(&f.cacheTTL, "cache-ttl", broker.DefaultCacheTTL, "how long role results stay cached")
 	fl.DurationVar(&f.dupWindow, "duplicate-window", broker.DefaultDuplicateWindow, "streams' duplicate window")
 	fl.DurationVar(&f.roleTimeout, "role-timeout", 30*time.Minute, "timeout of one role call")
-	fl.DurationVar(&f.retryBase, "retry-backoff", time.Second, "first delay before a failed role runs again (doubles per delivery)")
+	fl.DurationVar(&f.retryBase, "retry-backoff", time.Second, "first delay before a failed role runs again (doubles per try)")
 	fl.DurationVar(&f.retryMax, "retry-backoff-max", time.Minute, "longest delay before a failed role runs again")
 	fl.DurationVar(&f.watchdog, "watchdog", 30*time.Second, "how often to check for a queue with work but no deliveries (negative disables)")
 	fl.DurationVar(&f.dlqMaxAge, "dlq-max-age", broker.DefaultDLQMaxAge, "the DLQ stream drops entries older than this (negative: keeps them for ever)")
