@@ -122,6 +122,13 @@ func (b *bundle) waitTerminal(workflow string, after uint64, n int) map[string]s
 		got[tm.Event.TaskID] = tm.Event
 		return count < n
 	})
+	if err != nil {
+		for _, ev := range b.events(workflow) {
+			if _, done := got[ev.TaskID]; !done {
+				b.t.Logf("not terminal: %s attempt %d %s/%s %s %s", ev.TaskID, ev.Attempt, ev.Actor, ev.EventType, ev.Action, ev.Error)
+			}
+		}
+	}
 	require.NoError(b.t, err, "waiting for %d terminal events of %s, got %d", n, workflow, count)
 	return got
 }

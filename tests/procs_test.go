@@ -87,7 +87,9 @@ func (b *bundle) startProc(args ...string) *proc {
 }
 
 // spawn runs the drover binary with args, collecting its JSON log lines.
-// The process is killed when the test ends.
+// The process is killed when the test ends. When the test failed, its
+// text lines go to the test log, and with DROVER_TEST_LOGS set to a
+// directory its JSON log lines go to a file there.
 func spawn(t *testing.T, args ...string) *proc { return spawnBin(t, binary(t), args...) }
 
 // spawnBin is spawn with a chosen binary.
@@ -138,6 +140,14 @@ func spawnBin(t *testing.T, bin string, args ...string) *proc {
 			p.mu.Lock()
 			for _, l := range p.text {
 				t.Logf("pid %d: %s", cmd.Process.Pid, l)
+			}
+			if dir := os.Getenv("DROVER_TEST_LOGS"); dir != "" {
+				var all []string
+				for _, m := range p.logs {
+					b, _ := json.Marshal(m)
+					all = append(all, string(b))
+				}
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), cmd.Process.Pid)), []byte(strings.Join(all, "\n")), 0o644)
 			}
 			p.mu.Unlock()
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/pool"
 	"github.com/droverhq/drover/subjects"
@@ -138,7 +137,7 @@ func (r *raw) create(ctx context.Context) (jetstream.Consumer, error) {
 		{Name: r.tasks, Subjects: []string{r.taskSubj}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: broker.DefaultDuplicateWindow},
 		{Name: r.audit, Subjects: []string{r.auditTo + ">"}, Storage: jetstream.FileStorage, Duplicates: broker.DefaultDuplicateWindow, DenyDelete: true, DenyPurge: true},
 	} {
-		if err := createStream(ctx, r.js, sc); err != nil {
+		if _, err := broker.CreateStream(ctx, r.js, sc); err != nil {
 			return nil, fmt.Errorf("bench: %s stream %s: %w", r.name, sc.Name, err)
 		}
 	}
@@ -272,25 +271,4 @@ func (r *raw) writesPerTask(ctx context.Context) (float64, error) {
 		total += s
 	}
 	return float64(total) / float64(len(r.end)), nil
-}
-
-// errStoreFailed is the server's "error creating store for stream"
-// (JSStreamStoreFailedErr), which a loaded server can answer while it still
-// removes the files of a stream an earlier phase deleted.
-const errStoreFailed jetstream.ErrorCode = 10049
-
-// createStream creates sc, trying again a few times, with a short backoff,
-// while the server answers errStoreFailed.
-func createStream(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) error {
-	policy := backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}
-	for try := 1; ; try++ {
-		_, err := js.CreateStream(ctx, sc)
-		var apiErr *jetstream.APIError
-		if err == nil || try == 5 || !errors.As(err, &apiErr) || apiErr.ErrorCode != errStoreFailed {
-			return err
-		}
-		if err := backoff.Sleep(ctx, policy.Delay(try)); err != nil {
-			return err
-		}
-	}
 }

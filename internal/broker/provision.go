@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -317,7 +318,7 @@ func (p *provisioner) stream(ctx context.Context, cfg jetstream.StreamConfig) (j
 // name is taken. The server accepts a create with an identical config, so
 // concurrent callers with the same config all succeed.
 func createOrGetStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	st, err := js.CreateStream(ctx, cfg)
+	st, err := CreateStream(ctx, js, cfg)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		st, err = js.Stream(ctx, cfg.Name)
 	}
@@ -325,4 +326,31 @@ func createOrGetStream(ctx context.Context, js jetstream.JetStream, cfg jetstrea
 		return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
 	}
 	return st, nil
+}
+
+// ErrStoreFailed is the server's "error creating store for stream"
+// (JSStreamCreateErrF wrapping JSStreamStoreFailedF). A server answers it
+// for the first stream created in an account right after its last stream
+// was deleted: deleting a stream removes the account's emptied stream
+// directory in the background, racing with the create's mkdir.
+const ErrStoreFailed jetstream.ErrorCode = 10049
+
+// storeTries bounds the creates CreateStream tries while the server
+// answers ErrStoreFailed.
+const storeTries = 5
+
+// CreateStream is js.CreateStream, tried again with a short backoff (up to
+// storeTries times) while the server answers ErrStoreFailed.
+func CreateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	policy := backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}
+	for try := 1; ; try++ {
+		st, err := js.CreateStream(ctx, cfg)
+		var apiErr *jetstream.APIError
+		if err == nil || try == storeTries || !errors.As(err, &apiErr) || apiErr.ErrorCode != ErrStoreFailed {
+			return st, err
+		}
+		if err := backoff.Sleep(ctx, policy.Delay(try)); err != nil {
+			return nil, err
+		}
+	}
 }

@@ -23,6 +23,10 @@ type timingSink struct {
 	want int
 	// unwanted are tasks Wanted refuses (nil: none).
 	unwanted map[string]bool
+	// later counts, per task, the first calls of Wanted answered
+	// WantLater (the task not parked yet); asked counts every call.
+	later map[string]int
+	asked map[string]int
 }
 
 func (s *timingSink) Merged(_ context.Context, e mergequeue.Entry, _, _ string) error {
@@ -35,8 +39,20 @@ func (s *timingSink) Merged(_ context.Context, e mergequeue.Entry, _, _ string) 
 	return nil
 }
 
-func (s *timingSink) Wanted(_ context.Context, e mergequeue.Entry) (bool, error) {
-	return s.unwanted == nil || !s.unwanted[e.Task], nil
+func (s *timingSink) Wanted(_ context.Context, e mergequeue.Entry) (mergequeue.Want, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.asked == nil {
+		s.asked = map[string]int{}
+	}
+	s.asked[e.Task]++
+	if s.asked[e.Task] <= s.later[e.Task] {
+		return mergequeue.WantLater, nil
+	}
+	if s.unwanted[e.Task] {
+		return mergequeue.WantDrop, nil
+	}
+	return mergequeue.WantMerge, nil
 }
 
 func (s *timingSink) SendBack(context.Context, mergequeue.Entry, string, string) error { return nil }

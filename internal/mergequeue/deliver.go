@@ -9,6 +9,7 @@ import (
 
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/subjects"
 )
 
 // StateAwaitingMerge is the state of a task whose branch waits in its
@@ -67,31 +68,44 @@ type PipelineSink struct {
 	State *state.Store
 }
 
-// current reads e's task and reports whether it still waits for e: parked
-// awaiting_merge with e's attempt. A task that moved on (completed by an
-// earlier delivery of the same entry, cancelled, a newer attempt queued)
-// is done with, and the entry is acked.
-func (s PipelineSink) current(ctx context.Context, e Entry) (state.Task, bool, error) {
+// current reads e's task and says what becomes of e: merge it when the
+// task is parked awaiting_merge with e's attempt; keep it for later while
+// the task is on e's attempt but not parked yet; drop it when the task
+// moved on (completed by an earlier delivery of the same entry,
+// cancelled, failed, a newer attempt queued, or gone from the bucket).
+func (s PipelineSink) current(ctx context.Context, e Entry) (state.Task, Want, error) {
 	cur, err := s.State.GetTask(ctx, e.Workflow, e.Task)
 	if errors.Is(err, state.ErrNotFound) {
-		return cur, false, nil
+		return cur, WantDrop, nil
 	}
 	if err != nil {
-		return cur, false, err
+		return cur, WantDrop, err
 	}
-	return cur, cur.State == StateAwaitingMerge && cur.Attempt == e.Attempt, nil
+	return cur, want(cur.TaskState, e), nil
+}
+
+// want decides an entry by its task's state.
+func want(cur subjects.TaskState, e Entry) Want {
+	switch {
+	case subjects.TerminalState(cur.State) || cur.Attempt != e.Attempt:
+		return WantDrop
+	case cur.State == StateAwaitingMerge:
+		return WantMerge
+	default:
+		return WantLater
+	}
 }
 
 // Wanted implements Sink.
-func (s PipelineSink) Wanted(ctx context.Context, e Entry) (bool, error) {
-	_, ok, err := s.current(ctx, e)
-	return ok, err
+func (s PipelineSink) Wanted(ctx context.Context, e Entry) (Want, error) {
+	_, w, err := s.current(ctx, e)
+	return w, err
 }
 
 // Merged implements Sink.
 func (s PipelineSink) Merged(ctx context.Context, e Entry, target, commit string) error {
-	cur, ok, err := s.current(ctx, e)
-	if !ok || err != nil {
+	cur, w, err := s.current(ctx, e)
+	if w != WantMerge || err != nil {
 		return err
 	}
 	_, err = s.P.CompleteParked(ctx, cur, StateAwaitingMerge, map[string]any{
@@ -105,8 +119,8 @@ func (s PipelineSink) Merged(ctx context.Context, e Entry, target, commit string
 
 // SendBack implements Sink.
 func (s PipelineSink) SendBack(ctx context.Context, e Entry, feedback, base string) error {
-	cur, ok, err := s.current(ctx, e)
-	if !ok || err != nil {
+	cur, w, err := s.current(ctx, e)
+	if w != WantMerge || err != nil {
 		return err
 	}
 	_, err = s.P.RetryParked(ctx, cur, StateAwaitingMerge, RetryKind, feedback, base)

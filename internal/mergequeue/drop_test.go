@@ -25,23 +25,13 @@ func TestUnwantedEntryIsDropped(t *testing.T) {
 	bd.enqueue("keep", keep, 1)
 
 	sink := &timingSink{done: make(chan struct{}), want: 1, unwanted: map[string]bool{"gone": true}}
-	ctx, cancel := context.WithCancel(context.Background())
-	ws, err := workspace.New(workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, "m")}, nil)
-	require.NoError(t, err)
-	require.NoError(t, ws.Start(ctx))
-	m, err := mergequeue.New(ctx, bd.js, bd.names, mergequeue.Config{Target: "main", Batch: 4, LeaseTTL: 2 * time.Second},
-		mergequeue.GitRepo{M: ws}, sink, "m", nil, nil)
-	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; _ = ws.Close() })
-
+	m := bd.runMerger(t, sink)
 	select {
 	case <-sink.done:
 	case <-time.After(time.Minute):
 		t.Fatal("keep was not merged")
 	}
-	_, err = gitTry(bd.remote, "merge-base", "--is-ancestor", keep, "main")
+	_, err := gitTry(bd.remote, "merge-base", "--is-ancestor", keep, "main")
 	require.NoError(t, err)
 	_, err = gitTry(bd.remote, "merge-base", "--is-ancestor", gone, "main")
 	require.Error(t, err, "the dropped entry is not merged")
@@ -52,4 +42,48 @@ func TestUnwantedEntryIsDropped(t *testing.T) {
 		dropped = append(dropped, r.Dropped...)
 	}
 	require.Equal(t, []string{"wf/gone/" + gone}, dropped)
+}
+
+// An entry whose task has not parked for it yet (delivery enqueues, then
+// writes the parked state) is kept for a later batch, neither merged nor
+// dropped, and merged once the task waits for it.
+func TestEntryOfATaskNotParkedYetIsKept(t *testing.T) {
+	t.Parallel()
+	bd := setup(t, nil, 4)
+	base := git(t, bd.clone, "rev-parse", "origin/main")
+	soon := bd.branch("soon", base, map[string]string{"soon.txt": "soon\n"})
+	bd.enqueue("soon", soon, 1)
+
+	sink := &timingSink{done: make(chan struct{}), want: 1, later: map[string]int{"soon": 2}}
+	m := bd.runMerger(t, sink)
+	select {
+	case <-sink.done:
+	case <-time.After(time.Minute):
+		t.Fatal("soon was not merged")
+	}
+	_, err := gitTry(bd.remote, "merge-base", "--is-ancestor", soon, "main")
+	require.NoError(t, err)
+	st := m.Stats()
+	require.Equal(t, int64(2), st.Deferred, "kept twice for later")
+	require.Zero(t, st.Dropped)
+	require.Equal(t, int64(1), st.Merged)
+	sink.mu.Lock()
+	require.Equal(t, 3, sink.asked["soon"], "asked again after each deferral")
+	sink.mu.Unlock()
+}
+
+// runMerger runs a merger of main (batch 4) with sink until the test ends.
+func (bd *bundle) runMerger(t *testing.T, sink mergequeue.Sink) *mergequeue.Merger {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ws, err := workspace.New(workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, "m")}, nil)
+	require.NoError(t, err)
+	require.NoError(t, ws.Start(ctx))
+	m, err := mergequeue.New(ctx, bd.js, bd.names, mergequeue.Config{Target: "main", Batch: 4, LeaseTTL: 2 * time.Second},
+		mergequeue.GitRepo{M: ws}, sink, "m", nil, nil)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; _ = ws.Close() })
+	return m
 }

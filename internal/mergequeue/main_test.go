@@ -54,7 +54,9 @@ func (s natsSink) send(subject string, o outcome) error {
 	return err
 }
 
-func (s natsSink) Wanted(context.Context, mergequeue.Entry) (bool, error) { return true, nil }
+func (s natsSink) Wanted(context.Context, mergequeue.Entry) (mergequeue.Want, error) {
+	return mergequeue.WantMerge, nil
+}
 
 func (s natsSink) Merged(_ context.Context, e mergequeue.Entry, _, commit string) error {
 	return s.send("mqtest.merged", outcome{Holder: s.holder, Entry: e, Commit: commit})

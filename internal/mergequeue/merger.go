@@ -18,12 +18,26 @@ import (
 // maxPushTries bounds the rebuilds of one batch because the target moved.
 const maxPushTries = 5
 
+// Want is what a merger does with a queue entry, by its task's state.
+type Want int
+
+const (
+	// WantMerge: the task is parked for the entry; merge it.
+	WantMerge Want = iota
+	// WantDrop: the task moved on (finished, cancelled, a newer attempt);
+	// ack the entry without merging it.
+	WantDrop
+	// WantLater: the task has not parked for the entry yet (delivery
+	// enqueues before it writes the parked state, and a worker may stop in
+	// between and deliver again); keep the entry for a later batch.
+	WantLater
+)
+
 // Sink is what a merger tells the pipeline (the delivery hook).
 type Sink interface {
-	// Wanted reports whether e's task still waits for e (parked for this
-	// attempt): an entry of a cancelled or finished task is dropped, not
-	// merged.
-	Wanted(ctx context.Context, e Entry) (bool, error)
+	// Wanted says whether e's task waits for e (parked for this attempt),
+	// moved on, or has not parked for it yet.
+	Wanted(ctx context.Context, e Entry) (Want, error)
 	// Merged completes e's task: commit is the target commit holding it.
 	Merged(ctx context.Context, e Entry, target, commit string) error
 	// SendBack starts a new attempt of e's task on top of base (the new
@@ -33,7 +47,9 @@ type Sink interface {
 
 // Stats counts what one merger did.
 type Stats struct {
-	Sessions, Batches, Pushes, Merged, Skipped, SentBack, Dropped int64
+	// Deferred counts entries kept for a later batch because their task
+	// had not parked for them yet.
+	Sessions, Batches, Pushes, Merged, Skipped, SentBack, Dropped, Deferred int64
 }
 
 // Merger runs the merge queue of one target on one worker: it waits for
@@ -50,7 +66,7 @@ type Merger struct {
 	cons   jetstream.Consumer
 	kv     jetstream.KeyValue
 
-	sessions, batches, pushes, merged, skipped, sentBack, dropped atomic.Int64
+	sessions, batches, pushes, merged, skipped, sentBack, dropped, deferred atomic.Int64
 }
 
 // New validates cfg, provisions the queue and returns a merger named holder
@@ -75,7 +91,8 @@ func New(ctx context.Context, js jetstream.JetStream, n Names, cfg Config, repo 
 // Stats returns the counters.
 func (m *Merger) Stats() Stats {
 	return Stats{Sessions: m.sessions.Load(), Batches: m.batches.Load(), Pushes: m.pushes.Load(),
-		Merged: m.merged.Load(), Skipped: m.skipped.Load(), SentBack: m.sentBack.Load(), Dropped: m.dropped.Load()}
+		Merged: m.merged.Load(), Skipped: m.skipped.Load(), SentBack: m.sentBack.Load(), Dropped: m.dropped.Load(),
+		Deferred: m.deferred.Load()}
 }
 
 // poll is how often a waiting merger tries the lease, and how long a
@@ -127,15 +144,29 @@ func (m *Merger) batch(ctx context.Context, msgs []jetstream.Msg, renew func() e
 	}
 	stop := m.keepInProgress(ctx, msgs)
 	defer stop()
-	for _, it := range items {
-		ok, err := m.sink.Wanted(ctx, it.e)
+	var ready []*item
+	for i, it := range items {
+		want, err := m.sink.Wanted(ctx, it.e)
 		if err != nil {
-			for _, it := range items {
+			for _, it := range items[i:] {
+				_ = it.msg.NakWithDelay(time.Second)
+			}
+			for _, it := range ready {
 				_ = it.msg.NakWithDelay(time.Second)
 			}
 			return err
 		}
-		it.unwanted = !ok
+		if want == WantLater {
+			m.deferred.Add(1)
+			_ = it.msg.NakWithDelay(m.poll())
+			continue
+		}
+		it.unwanted = want == WantDrop
+		ready = append(ready, it)
+	}
+	items = ready
+	if len(items) == 0 {
+		return nil
 	}
 	err := m.merge(ctx, items, renew)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,11 +34,20 @@ func Sync(d time.Duration) Option {
 
 // Server starts an embedded NATS server with JetStream in t.TempDir() on a
 // random port of 127.0.0.1, stopped at test end.
+//
+// The server's warnings and errors go to the test's log (shown when the
+// test fails or with -v), so a failed test says why the server refused.
 func Server(t testing.TB, opts ...Option) *broker.Embedded {
 	t.Helper()
 	cfg := broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.Logger == nil {
+		gate := &testGate{t: t}
+		// Registered before the server's shutdown, so it runs after it.
+		t.Cleanup(gate.close)
+		cfg.Logger = slog.New(&testHandler{gate: gate})
 	}
 	srv, err := broker.StartEmbedded(cfg)
 	require.NoError(t, err)
@@ -55,6 +66,48 @@ func Connect(t testing.TB, url string, opts ...jetstream.JetStreamOpt) (*nats.Co
 	require.NoError(t, err)
 	return nc, js
 }
+
+// testHandler writes records at warning level and above to a test's log
+// until its gate closes: a server goroutine that logs after the test ended
+// is silenced instead of panicking the test binary.
+type testHandler struct {
+	gate  *testGate
+	attrs []slog.Attr
+}
+
+type testGate struct {
+	t      testing.TB
+	mu     sync.Mutex
+	closed bool
+}
+
+func (g *testGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+}
+
+func (h *testHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h *testHandler) Handle(_ context.Context, r slog.Record) error {
+	line := r.Level.String() + " nats-server: " + r.Message
+	for _, a := range h.attrs {
+		line += " " + a.String()
+	}
+	r.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+	h.gate.mu.Lock()
+	defer h.gate.mu.Unlock()
+	if !h.gate.closed {
+		h.gate.t.Log(line)
+	}
+	return nil
+}
+
+func (h *testHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &testHandler{gate: h.gate, attrs: append(slices.Clip(h.attrs), as...)}
+}
+
+func (h *testHandler) WithGroup(string) slog.Handler { return h }
 
 // Quiet is a logger that discards everything.
 func Quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
