@@ -117,3 +117,50 @@ func TestRerunUnderNewWorkflowIsServedFromCache(t *testing.T) {
 		}
 	}
 }
+
+// A fully cached task makes one state write: the planner's hit rides on
+// the write that creates the state, which carries every event in the
+// contract's order; a cold task makes two.
+func TestFullyCachedTaskWritesItsStateOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sim := runner.NewSim(runner.SimOptions{})
+	simWorker(b, sim, 4)
+	stateStream, err := b.js.Stream(t.Context(), "KV_"+b.names.StateBucket())
+	require.NoError(t, err)
+	writes := func(run func()) uint64 {
+		before, err := stateStream.Info(t.Context())
+		require.NoError(t, err)
+		run()
+		after, err := stateStream.Info(t.Context())
+		require.NoError(t, err)
+		return after.State.LastSeq - before.State.LastSeq
+	}
+	board := func(wf string) []subjects.TaskRequest {
+		var out []subjects.TaskRequest
+		for i := range 10 {
+			out = append(out, task(wf, fmt.Sprintf("T%d", i)))
+		}
+		return out
+	}
+	cold := writes(func() { b.waitTerminal("cold", b.submit(board("cold")...), 10) })
+	calls := sim.TotalCalls()
+	cached := writes(func() { b.waitTerminal("warm", b.submit(board("warm")...), 10) })
+	require.Equal(t, calls, sim.TotalCalls(), "no runner call on the re-run")
+	require.EqualValues(t, 20, cold, "a cold task: the plan, then the round")
+	require.EqualValues(t, 10, cached, "a cached task: one write")
+
+	order := []subjects.EventType{subjects.EventTaskAccepted, subjects.EventPlannerDecision,
+		subjects.EventImplementerChange, subjects.EventJudgeVerdict, subjects.EventTaskCompleted}
+	byTask := map[string][]subjects.EventType{}
+	for _, ev := range b.events("warm") {
+		byTask[ev.TaskID] = append(byTask[ev.TaskID], ev.EventType)
+		if ev.Actor != subjects.ActorSystem {
+			require.True(t, ev.Cached, ev.EventID)
+		}
+	}
+	require.Len(t, byTask, 10)
+	for id, got := range byTask {
+		require.Equal(t, order, got, id)
+	}
+}

@@ -214,3 +214,37 @@ func TestDuplicateIDOfFinishedTaskIsRejected(t *testing.T) {
 	require.Equal(t, 1, completed)
 	b.oracle()
 }
+
+// Two requests for one task whose roles are all cache hits, published
+// together without Nats-Msg-Id: both run their (deferred, write-free)
+// plan concurrently; one creates the state and completes the task, the
+// other finds the state there when it writes and is rejected as a
+// duplicate. No role runs, no event twice.
+func TestConcurrentDuplicatesOfACachedTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sim := runner.NewSim(runner.SimOptions{})
+	simWorker(b, sim, 4)
+	body := func(wf string) []byte {
+		return []byte(`{"workflow":"` + wf + `","id":"T1","scope":"do T1","verification":"check T1"}`)
+	}
+	b.publishRaw(body("wf.cold"))
+	b.waitTerminal("wf.cold", 0, 1)
+	calls := sim.TotalCalls()
+
+	after := b.submit()
+	b.publishRaw(body("wf.warm"))
+	b.publishRaw(body("wf.warm"))
+	b.waitRejected(1)
+	require.Equal(t, subjects.EventTaskCompleted, b.waitTerminal("wf.warm", after, 1)["T1"].EventType)
+	b.requireTasksDrained()
+	require.Equal(t, calls, sim.TotalCalls(), "no role ran")
+	count := map[subjects.EventType]int{}
+	for _, ev := range b.events("wf.warm") {
+		count[ev.EventType]++
+	}
+	require.Equal(t, map[subjects.EventType]int{subjects.EventTaskAccepted: 1, subjects.EventPlannerDecision: 1,
+		subjects.EventImplementerChange: 1, subjects.EventJudgeVerdict: 1, subjects.EventTaskCompleted: 1,
+		subjects.EventTaskRejected: 1}, count)
+	b.oracle()
+}

@@ -22,11 +22,12 @@ type taskRun struct {
 	rev         uint64             // 0: the state does not exist yet
 	lastSeq     uint64             // the task's last audit sequence, when known
 	traceparent string
-	runnerEnded time.Time       // when this delivery's last runner returned (zero: none yet)
-	plan        json.RawMessage // the planner's output, once known
-	puts        []pendingPut    // cache writes in flight
-	flushing    chan error      // the outbox published behind the last write, if any
-	flushErr    error           // how it went, once known and not yet joined
+	runnerEnded time.Time             // when this delivery's last runner returned (zero: none yet)
+	plan        json.RawMessage       // the planner's output, once known
+	puts        []pendingPut          // cache writes in flight
+	deferred    []subjects.OutboxItem // events of a role that did not write (deferPlan): the next write carries them first
+	flushing    chan error            // the outbox published behind the last write, if any
+	flushErr    error                 // how it went, once known and not yet joined
 	// Workspaces on: the workspace this delivery resolved and its next
 	// commit pins (when the state has none yet), its open worktree, and
 	// the change the worktree holds (the last recorded attempt's).

@@ -93,6 +93,9 @@ func (p *Pipeline) casState(ctx context.Context, t *taskRun, mutate func(*subjec
 	if err := t.joinFlush(); err != nil {
 		return state.Task{}, err
 	}
+	if len(t.deferred) > 0 {
+		items = append(slices.Clip(t.deferred), items...)
+	}
 	if t.rev == 0 {
 		// The write that creates the state opens the task's record.
 		accepted, err := p.acceptedEvent(ctx, t)
@@ -127,7 +130,7 @@ func (p *Pipeline) casState(ctx context.Context, t *taskRun, mutate func(*subjec
 	if err != nil {
 		return st, err
 	}
-	t.st, t.rev = st.TaskState, st.Revision
+	t.st, t.rev, t.deferred = st.TaskState, st.Revision, nil
 	return st, nil
 }
 

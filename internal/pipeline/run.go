@@ -44,7 +44,15 @@ func (p *Pipeline) run(ctx context.Context, t *taskRun) Outcome {
 				return out
 			}
 		case subjects.RoleImplementer, subjects.RoleJudge:
-			if out, done := p.roundStage(ctx, t); done {
+			out, done := p.roundStage(ctx, t)
+			if done && out.Action == Abandon && errors.Is(out.Err, errCreateConflict) {
+				// The state appeared under a deferred plan (deferPlan): a
+				// concurrent request for the task, or a redelivery.
+				if out, done = p.reclaim(ctx, t); !done {
+					continue
+				}
+			}
+			if done {
 				return out
 			}
 		case StageDeliver:
@@ -61,10 +69,20 @@ func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		return p.roleFailed(ctx, t, subjects.RolePlanner, 1, err, rr.dur, nil, nil), true
 	}
 	t.plan = rr.res.Output
-	err = p.commitAhead(ctx, t, func(s *subjects.TaskState) {
+	planned := func(s *subjects.TaskState) {
 		s.Stage = string(subjects.RoleImplementer)
 		s.Outputs[subjects.RolePlanner] = rr.key
-	}, p.roleEvent(t, rr))
+	}
+	if p.deferPlan(t, rr) {
+		// Nothing ran: the plan rides on the task's next write, which
+		// creates the state with it (task_accepted, then planner_decision,
+		// then that write's events). A crash before it costs a cache read.
+		t.st = t.nextState()
+		planned(&t.st)
+		t.deferred = append(t.deferred, p.roleEvent(t, rr))
+		return Outcome{}, false
+	}
+	err = p.commitAhead(ctx, t, planned, p.roleEvent(t, rr))
 	if errors.Is(err, errCreateConflict) {
 		return p.reclaim(ctx, t)
 	}
@@ -72,6 +90,14 @@ func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		return p.errOutcome(t, err), true
 	}
 	return Outcome{}, false
+}
+
+// deferPlan reports whether a planner result goes without a write of its
+// own: a cache hit on a first delivery whose state does not exist yet,
+// workspaces off (with them, the first write pins the task's workspace).
+// A fully cached task then makes one state write, not two.
+func (p *Pipeline) deferPlan(t *taskRun, rr roleResult) bool {
+	return rr.cached && t.rev == 0 && p.d.Workspaces == nil && t.wsPin == nil && t.flushing == nil
 }
 
 // roundStage runs one implementer+judge round (or its judge half) and
