@@ -29,6 +29,10 @@ type Cached struct {
 	Misses int64 `json:"misses"`
 	// Writes counts the second run's stored writes.
 	Writes Writes `json:"writes"`
+	// Ops is the cached contract-ops phase with as many tasks: the
+	// contract's operations for a fully cached task, none of Drover's
+	// code (runOpsCached), timed from the first submit to the last ack.
+	Ops Phase `json:"contract_ops"`
 }
 
 // hitCounter counts role cache hits and runner calls; the rest of
@@ -97,6 +101,11 @@ func runCached(ctx context.Context, cfg Config, url string) (*Cached, error) {
 		return err
 	})
 	if err != nil {
+		return nil, err
+	}
+	opsCfg := cfg
+	opsCfg.Tasks = n
+	if rep.Ops, err = runOpsCached(ctx, opsCfg, url); err != nil {
 		return nil, err
 	}
 	return rep, nil

@@ -69,6 +69,40 @@ func runOps(ctx context.Context, cfg Config, url string, overlap bool) (Phase, e
 	}).run(ctx, url)
 }
 
+// runOpsCached runs the cached contract-ops phase: per task, the
+// JetStream operations the contract requires of a task whose three roles
+// are cache hits, made by a careful hand-written worker with none of
+// Drover's own work: the claim read together with the planner's cache
+// lookup (a hit), the implementer's and the judge's lookups (hits; each
+// key depends on the role before), the one state write, the five fenced
+// audit events one after another, the ack. The cache is filled before the
+// phase, untimed. It is the floor of Drover's cached run on this server.
+func runOpsCached(ctx context.Context, cfg Config, url string) (Phase, error) {
+	v := newOpsValues()
+	r := newRaw(cfg, "contract-ops (fully cached)", "opsc", 2, func(ctx context.Context, r *raw, i int) error {
+		t := &opsTask{ctx: ctx, r: r, i: i, v: v, task: "t" + strconv.Itoa(i)}
+		t.key = "bench." + t.task
+		return t.cached()
+	})
+	r.prepare = func(ctx context.Context, r *raw) error {
+		futures := make([]jetstream.PubAckFuture, 0, 3*cfg.Tasks)
+		for i := range cfg.Tasks {
+			for _, role := range []string{"planner", "implementer", "judge"} {
+				f, err := r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + r.kv[1].Bucket() + "." + cacheKey(role, i), Data: v.entry})
+				if err != nil {
+					return fmt.Errorf("filling the cache: %w", err)
+				}
+				futures = append(futures, f)
+			}
+		}
+		return checkAcks(ctx, r.js, futures)
+	}
+	return r.run(ctx, url)
+}
+
+// cacheKey is role's cache key for task i in a contract-ops phase.
+func cacheKey(role string, i int) string { return fmt.Sprintf("%s.%064d", role, i) }
+
 // opsTask is one task of a contract-ops phase.
 type opsTask struct {
 	ctx       context.Context
@@ -99,7 +133,7 @@ func (t *opsTask) stateGet() error {
 // asynchronous put of its result.
 func (t *opsTask) lookup(role string) (put, error) {
 	cache := t.r.kv[1]
-	k := fmt.Sprintf("%s.%064d", role, t.i)
+	k := cacheKey(role, t.i)
 	start := time.Now()
 	if _, err := cache.Get(t.ctx, k); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return put{}, fmt.Errorf("cache get %s: want a miss, got %v", k, err)
@@ -123,10 +157,26 @@ func (t *opsTask) settle(ps ...put) error {
 	return nil
 }
 
+// hit is a role's cache lookup that finds the result.
+func (t *opsTask) hit(role string) error {
+	k := cacheKey(role, t.i)
+	start := time.Now()
+	if _, err := t.r.kv[1].Get(t.ctx, k); err != nil {
+		return fmt.Errorf("cache get %s: want a hit: %w", k, err)
+	}
+	t.r.ops.since("cache get (hit)", start)
+	return nil
+}
+
 // create is the first state write: it fails if the key exists.
 func (t *opsTask) create() (uint64, error) {
+	return t.createWith(t.v.first)
+}
+
+// createWith is a state create with value.
+func (t *opsTask) createWith(value []byte) (uint64, error) {
 	start := time.Now()
-	rev, err := t.r.kv[0].Create(t.ctx, t.key, t.v.first)
+	rev, err := t.r.kv[0].Create(t.ctx, t.key, value)
 	if err != nil {
 		return 0, fmt.Errorf("state create %s: %w", t.key, err)
 	}
@@ -290,4 +340,37 @@ func (t *opsTask) overlapped() error {
 		return err
 	}
 	return t.flushLast()
+}
+
+// cached makes a fully cached task's operations (runOpsCached).
+func (t *opsTask) cached() error {
+	claimed := make(chan error, 1)
+	go func() { claimed <- t.stateGet() }()
+	err := t.hit("planner")
+	if cerr := <-claimed; err == nil {
+		err = cerr
+	}
+	for _, role := range []string{"implementer", "judge"} {
+		if err == nil {
+			err = t.hit(role)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := t.createWith(t.v.final); err != nil {
+		return err
+	}
+	for _, ev := range []struct{ actor, eventType string }{
+		{"system", string(subjects.EventTaskAccepted)},
+		{"planner", string(subjects.EventPlannerDecision)},
+		{"implementer", string(subjects.EventImplementerChange)},
+		{"judge", string(subjects.EventJudgeVerdict)},
+		{"system", string(subjects.EventTaskCompleted)},
+	} {
+		if err := t.publish(ev.actor, ev.eventType); err != nil {
+			return err
+		}
+	}
+	return nil
 }

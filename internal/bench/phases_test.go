@@ -114,9 +114,17 @@ func TestRunCached(t *testing.T) {
 		}
 	}
 	require.Positive(t, c.Warm.Elapsed)
+	require.Equal(t, 8, c.Ops.Completed, "the cached contract-ops phase ran its tasks")
+	require.InDelta(t, 7.0, c.Ops.WritesPerTask, 0.001, "request, state, five events")
+	var ops []string
+	for _, o := range c.Ops.Ops {
+		ops = append(ops, o.Op)
+	}
+	require.ElementsMatch(t, []string{"state get (claim read)", "cache get (hit)", "state create (CAS)", "audit publish (fenced)", "ack"}, ops)
 
 	var text bytes.Buffer
 	rep := &Report{Cached: c}
 	require.NoError(t, rep.WriteText(&text))
 	require.Contains(t, text.String(), "cached run")
+	require.Contains(t, text.String(), "contract-ops, fully cached")
 }

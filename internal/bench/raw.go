@@ -46,6 +46,8 @@ type raw struct {
 	kv                []jetstream.KeyValue
 	ops               *opTimes // per-operation latencies
 	work              rawWork
+	prepare           func(ctx context.Context, r *raw) error // before the submit, untimed; may be nil
+	prepared          uint64                                  // the writes prepare made, not counted
 	end               []time.Time
 	handled           []atomic.Bool // a redelivered message counts once
 	done              atomic.Int64
@@ -94,6 +96,14 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 	cons, err := r.create(ctx)
 	if err != nil {
 		return Phase{}, err
+	}
+	if r.prepare != nil {
+		if err := r.prepare(ctx, r); err != nil {
+			return Phase{}, fmt.Errorf("bench: %s: %w", r.name, err)
+		}
+		if r.prepared, err = r.writes(ctx); err != nil {
+			return Phase{}, err
+		}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Timeout, errTimeout)
 	defer cancel()
@@ -256,8 +266,18 @@ func (r *raw) handle(ctx context.Context, msg jetstream.Msg) {
 }
 
 // writesPerTask counts the phase's stored writes per task, its request
-// included.
+// included, leaving out what prepare wrote.
 func (r *raw) writesPerTask(ctx context.Context) (float64, error) {
+	total, err := r.writes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return float64(total-r.prepared) / float64(len(r.end)), nil
+}
+
+// writes is the sum of the last sequences of the phase's streams and
+// buckets: every write stored in them so far.
+func (r *raw) writes(ctx context.Context) (uint64, error) {
 	streams := []string{r.tasks, r.audit}
 	for _, b := range r.buckets {
 		streams = append(streams, "KV_"+b)
@@ -270,5 +290,5 @@ func (r *raw) writesPerTask(ctx context.Context) (float64, error) {
 	for _, s := range seqs {
 		total += s
 	}
-	return float64(total) / float64(len(r.end)), nil
+	return total, nil
 }

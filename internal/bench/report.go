@@ -212,7 +212,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		writeLatency(w, r.Latency)
 	}
 	if r.Cached != nil {
-		writeCached(w, r.Cached)
+		return writeCached(w, r.Cached)
 	}
 	return nil
 }
@@ -259,12 +259,18 @@ func writeLatency(w io.Writer, l *Latency) {
 }
 
 // writeCached prints the cached phase.
-func writeCached(w io.Writer, c *Cached) {
+func writeCached(w io.Writer, c *Cached) error {
 	fmt.Fprintf(w, "\ncached re-run, %d unchanged tasks through the wire contract, sync %s:\n", c.Tasks, c.Sync)
 	fmt.Fprintf(w, "  cold run: %s (%.0f tasks/s)   cached run: %s (%.0f tasks/s), %d cache hits, %d runner calls (target for 1,000 tasks: < %s)\n",
 		round(c.Cold.Elapsed), c.Cold.TasksPerSec, round(c.Warm.Elapsed), c.Warm.TasksPerSec, c.Hits, c.Misses, TargetCached1000)
 	fmt.Fprintf(w, "  cached run's stored writes per task: %.2f including the request, %.2f excluding it\n", c.Writes.PerTask, c.Writes.PerTaskExcl)
 	writeStreamWrites(w, c.Writes, c.Tasks)
+	if c.Ops.Elapsed > 0 {
+		fmt.Fprintf(w, "  contract-ops, fully cached (the contract's operations for a cached task, none of Drover's code): %s (%.0f tasks/s), %.2f stored writes per task; drover's ratio %.2f\n",
+			round(c.Ops.Elapsed), c.Ops.TasksPerSec, c.Ops.WritesPerTask, c.Warm.TasksPerSec/c.Ops.TasksPerSec)
+		return writeOps(w, "contract-ops (fully cached)", c.Ops.Ops)
+	}
+	return nil
 }
 
 // round shortens a duration for the table.
