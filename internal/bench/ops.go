@@ -85,17 +85,26 @@ func runOpsCached(ctx context.Context, cfg Config, url string) (Phase, error) {
 		return t.cached()
 	})
 	r.prepare = func(ctx context.Context, r *raw) error {
-		futures := make([]jetstream.PubAckFuture, 0, 3*cfg.Tasks)
+		// In windows of half the async limit, so the fill never stalls.
+		futures := make([]jetstream.PubAckFuture, 0, rawAsyncWindow/2)
 		for i := range cfg.Tasks {
 			for _, role := range []string{"planner", "implementer", "judge"} {
 				f, err := r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + r.kv[1].Bucket() + "." + cacheKey(role, i), Data: v.entry})
 				if err != nil {
 					return fmt.Errorf("filling the cache: %w", err)
 				}
-				futures = append(futures, f)
+				if futures = append(futures, f); len(futures) == cap(futures) {
+					if err := checkAcks(ctx, r.js, futures); err != nil {
+						return fmt.Errorf("filling the cache: %w", err)
+					}
+					futures = futures[:0]
+				}
 			}
 		}
-		return checkAcks(ctx, r.js, futures)
+		if err := checkAcks(ctx, r.js, futures); err != nil {
+			return fmt.Errorf("filling the cache: %w", err)
+		}
+		return nil
 	}
 	return r.run(ctx, url)
 }
