@@ -53,7 +53,10 @@ idle worker and reports the time from one role's runner returning to the
 next one's starting, and from submit to the planner's runner starting
 (p50/p99). The cached phase (--cached-tasks) runs unchanged tasks twice,
 fed and followed through the wire contract, and reports the second, fully
-cached run's wall time and stored writes per task.
+cached run's wall time and stored writes per task, next to a fully cached
+contract-ops phase: the contract's operations for as many cached tasks (the
+claim read with the planner's lookup, three cache hits, one state write,
+five fenced events, the ack) with none of Drover's code.
 
 Without --nats-url it embeds a server in a temporary directory with the
 --sync interval and removes it afterwards. Run it once with --sync always
