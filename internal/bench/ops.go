@@ -233,29 +233,35 @@ func (t *opsTask) publish(actor, eventType string) error {
 // decision) in the background, while the next roles run.
 func (t *opsTask) flushFirst() <-chan error {
 	flushed := make(chan error, 1)
-	go func() {
-		err := t.publish("system", string(subjects.EventTaskAccepted))
-		if err == nil {
-			err = t.publish("planner", string(subjects.EventPlannerDecision))
-		}
-		flushed <- err
-	}()
+	go func() { flushed <- t.publishAll(taskEvents[:2]) }()
 	return flushed
 }
 
-// flushLast publishes the last commit's events; the terminal one is last.
-func (t *opsTask) flushLast() error {
-	for _, ev := range []struct{ actor, eventType string }{
-		{"implementer", string(subjects.EventImplementerChange)},
-		{"judge", string(subjects.EventJudgeVerdict)},
-		{"system", string(subjects.EventTaskCompleted)},
-	} {
+// auditEvent is one audit event of a contract-ops task.
+type auditEvent struct{ actor, eventType string }
+
+// taskEvents are a one-round task's five events in their order: the first
+// commit's two, then the last commit's three, the terminal one last.
+var taskEvents = []auditEvent{
+	{"system", string(subjects.EventTaskAccepted)},
+	{"planner", string(subjects.EventPlannerDecision)},
+	{"implementer", string(subjects.EventImplementerChange)},
+	{"judge", string(subjects.EventJudgeVerdict)},
+	{"system", string(subjects.EventTaskCompleted)},
+}
+
+// publishAll publishes evs one after another, each fenced on the last.
+func (t *opsTask) publishAll(evs []auditEvent) error {
+	for _, ev := range evs {
 		if err := t.publish(ev.actor, ev.eventType); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// flushLast publishes the last commit's events; the terminal one is last.
+func (t *opsTask) flushLast() error { return t.publishAll(taskEvents[2:]) }
 
 // sequential is Drover's order and overlap today: a state read (none
 // yet); per role a cache lookup (a miss) and an asynchronous cache put; the
@@ -370,16 +376,5 @@ func (t *opsTask) cached() error {
 	if _, err := t.createWith(t.v.final); err != nil {
 		return err
 	}
-	for _, ev := range []struct{ actor, eventType string }{
-		{"system", string(subjects.EventTaskAccepted)},
-		{"planner", string(subjects.EventPlannerDecision)},
-		{"implementer", string(subjects.EventImplementerChange)},
-		{"judge", string(subjects.EventJudgeVerdict)},
-		{"system", string(subjects.EventTaskCompleted)},
-	} {
-		if err := t.publish(ev.actor, ev.eventType); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.publishAll(taskEvents)
 }

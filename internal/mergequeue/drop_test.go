@@ -26,14 +26,8 @@ func TestUnwantedEntryIsDropped(t *testing.T) {
 
 	sink := &timingSink{done: make(chan struct{}), want: 1, unwanted: map[string]bool{"gone": true}}
 	m := bd.runMerger(t, sink)
-	select {
-	case <-sink.done:
-	case <-time.After(time.Minute):
-		t.Fatal("keep was not merged")
-	}
-	_, err := gitTry(bd.remote, "merge-base", "--is-ancestor", keep, "main")
-	require.NoError(t, err)
-	_, err = gitTry(bd.remote, "merge-base", "--is-ancestor", gone, "main")
+	sink.waitMerged(t, keep, bd.remote)
+	_, err := gitTry(bd.remote, "merge-base", "--is-ancestor", gone, "main")
 	require.Error(t, err, "the dropped entry is not merged")
 	require.Eventually(t, func() bool { return m.Stats().Dropped == 1 }, 30*time.Second, 20*time.Millisecond)
 	log := bd.checkSessions()
@@ -56,13 +50,7 @@ func TestEntryOfATaskNotParkedYetIsKept(t *testing.T) {
 
 	sink := &timingSink{done: make(chan struct{}), want: 1, later: map[string]int{"soon": 2}}
 	m := bd.runMerger(t, sink)
-	select {
-	case <-sink.done:
-	case <-time.After(time.Minute):
-		t.Fatal("soon was not merged")
-	}
-	_, err := gitTry(bd.remote, "merge-base", "--is-ancestor", soon, "main")
-	require.NoError(t, err)
+	sink.waitMerged(t, soon, bd.remote)
 	st := m.Stats()
 	require.Equal(t, int64(2), st.Deferred, "kept twice for later")
 	require.Zero(t, st.Dropped)
@@ -86,4 +74,17 @@ func (bd *bundle) runMerger(t *testing.T, sink mergequeue.Sink) *mergequeue.Merg
 	go func() { defer close(done); _ = m.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; _ = ws.Close() })
 	return m
+}
+
+// waitMerged waits for the sink's merges and checks that head is in the
+// remote's main.
+func (s *timingSink) waitMerged(t *testing.T, head, remote string) {
+	t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s was not merged", head)
+	}
+	_, err := gitTry(remote, "merge-base", "--is-ancestor", head, "main")
+	require.NoError(t, err)
 }
