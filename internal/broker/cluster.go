@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,9 +9,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/backoff"
 )
 
 // ClusterConfig makes an embedded server one node of a NATS cluster. The
@@ -88,4 +92,40 @@ func Replicas(js jetstream.JetStream, want int, log *slog.Logger) int {
 	}
 	log.Warn("not a NATS cluster: streams and buckets get 1 replica", "replicas", want)
 	return 1
+}
+
+// ErrNoPeers is the server's "no suitable peers for placement"
+// (JSClusterNoPeersErrF): a cluster cannot place a replicated stream yet,
+// as while its nodes start and report to the meta leader, or a node is
+// down.
+const ErrNoPeers jetstream.ErrorCode = 10005
+
+// PlacementWait bounds how long WhilePlacing tries again.
+const PlacementWait = 30 * time.Second
+
+// WhilePlacing runs create, and runs it again with a backoff while it
+// fails because the cluster cannot place a replicated stream yet, for up
+// to PlacementWait; each wait is logged. Any other error, or the last
+// placement error with how long it waited, is returned. create must be
+// idempotent (provisioning is).
+func WhilePlacing(ctx context.Context, log *slog.Logger, create func() error) error {
+	policy := backoff.Policy{Base: 100 * time.Millisecond, Max: 2 * time.Second}
+	start := time.Now()
+	for try := 1; ; try++ {
+		err := create()
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != ErrNoPeers {
+			return err
+		}
+		if time.Since(start) >= PlacementWait {
+			return fmt.Errorf("%w (the cluster could not place the replicas for %s: are enough nodes up for --replicas?)", err, PlacementWait)
+		}
+		d := policy.Delay(try)
+		if log != nil {
+			log.Warn("the cluster cannot place the replicas yet; trying again", "err", err, "in", d)
+		}
+		if err := backoff.Sleep(ctx, d); err != nil {
+			return err
+		}
+	}
 }

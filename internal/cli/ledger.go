@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/ops"
 )
@@ -18,7 +19,11 @@ func newLedger(ctx context.Context, nc *nats.Conn, g *globals, f serveFlags, m *
 	if err != nil {
 		return nil, err
 	}
-	kv, err := ledger.OpenBucket(ctx, js, g.names, f.replicas)
+	var kv jetstream.KeyValue
+	err = broker.WhilePlacing(ctx, g.log, func() (err error) {
+		kv, err = ledger.OpenBucket(ctx, js, g.names, f.replicas)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -241,7 +241,11 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}
 		w.phase.Store(phaseStopped)
 	}()
-	res, err := broker.Provision(ctx, w.js, w.cfg.Streams, w.cfg.Log)
+	var res *broker.Resources
+	err = broker.WhilePlacing(ctx, w.cfg.Log, func() (err error) {
+		res, err = broker.Provision(ctx, w.js, w.cfg.Streams, w.cfg.Log)
+		return err
+	})
 	if err != nil {
 		return err
 	}
