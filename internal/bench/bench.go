@@ -157,8 +157,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// cost, so it does not fall on whichever raw phase comes first.
 	warm := cfg
 	warm.Tasks = min(cfg.Tasks, warmUpTasks)
-	if _, err := runOps(ctx, warm, url, false); err != nil {
-		return nil, fmt.Errorf("bench: warm-up: %w", err)
+	warmUp := func() error {
+		if _, err := runOps(ctx, warm, url, false); err != nil {
+			return fmt.Errorf("bench: warm-up: %w", err)
+		}
+		return nil
+	}
+	if err := warmUp(); err != nil {
+		return nil, err
 	}
 	for _, ph := range []struct {
 		out     *Phase
@@ -178,8 +184,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// warm-up takes that cost off the phases that measure what a user
 	// feels.
 	if cfg.LatencyTasks > 0 || cfg.CachedTasks > 0 {
-		if _, err := runOps(ctx, warm, url, false); err != nil {
-			return nil, fmt.Errorf("bench: warm-up: %w", err)
+		if err := warmUp(); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.LatencyTasks > 0 {

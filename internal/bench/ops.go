@@ -320,13 +320,11 @@ func (t *opsTask) sequential() error {
 // another (one round trip each), and the terminal event is stored before
 // the ack.
 func (t *opsTask) overlapped() error {
-	claimed := make(chan error, 1)
-	go func() { claimed <- t.stateGet() }()
-	planned, err := t.lookup("planner")
-	if cerr := <-claimed; err == nil {
-		err = cerr
-	}
-	if err != nil {
+	var planned put
+	if err := t.alongsideClaim(func() (err error) {
+		planned, err = t.lookup("planner")
+		return err
+	}); err != nil {
 		return err
 	}
 	rev, err := t.create()
@@ -359,12 +357,7 @@ func (t *opsTask) overlapped() error {
 
 // cached makes a fully cached task's operations (runOpsCached).
 func (t *opsTask) cached() error {
-	claimed := make(chan error, 1)
-	go func() { claimed <- t.stateGet() }()
-	err := t.hit("planner")
-	if cerr := <-claimed; err == nil {
-		err = cerr
-	}
+	err := t.alongsideClaim(func() error { return t.hit("planner") })
 	for _, role := range []string{"implementer", "judge"} {
 		if err == nil {
 			err = t.hit(role)
@@ -377,4 +370,16 @@ func (t *opsTask) cached() error {
 		return err
 	}
 	return t.publishAll(taskEvents)
+}
+
+// alongsideClaim runs the claim read (stateGet) while lookup runs, as a
+// careful worker overlaps them, and returns the first error of the two.
+func (t *opsTask) alongsideClaim(lookup func() error) error {
+	claimed := make(chan error, 1)
+	go func() { claimed <- t.stateGet() }()
+	err := lookup()
+	if cerr := <-claimed; err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -113,8 +113,7 @@ func WhilePlacing(ctx context.Context, log *slog.Logger, create func() error) er
 	start := time.Now()
 	for try := 1; ; try++ {
 		err := create()
-		var apiErr *jetstream.APIError
-		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != ErrNoPeers {
+		if !isAPIError(err, ErrNoPeers) {
 			return err
 		}
 		if time.Since(start) >= PlacementWait {

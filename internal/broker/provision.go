@@ -335,6 +335,13 @@ func createOrGetStream(ctx context.Context, js jetstream.JetStream, cfg jetstrea
 // directory in the background, racing with the create's mkdir.
 const ErrStoreFailed jetstream.ErrorCode = 10049
 
+// isAPIError reports whether err is, or wraps, the server's API error
+// code.
+func isAPIError(err error, code jetstream.ErrorCode) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == code
+}
+
 // storeTries bounds the creates CreateStream tries while the server
 // answers ErrStoreFailed.
 const storeTries = 5
@@ -345,8 +352,7 @@ func CreateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	policy := backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}
 	for try := 1; ; try++ {
 		st, err := js.CreateStream(ctx, cfg)
-		var apiErr *jetstream.APIError
-		if err == nil || try == storeTries || !errors.As(err, &apiErr) || apiErr.ErrorCode != ErrStoreFailed {
+		if try == storeTries || !isAPIError(err, ErrStoreFailed) {
 			return st, err
 		}
 		if err := backoff.Sleep(ctx, policy.Delay(try)); err != nil {

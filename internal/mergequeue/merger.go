@@ -47,9 +47,10 @@ type Sink interface {
 
 // Stats counts what one merger did.
 type Stats struct {
+	Sessions, Batches, Pushes, Merged, Skipped, SentBack, Dropped int64
 	// Deferred counts entries kept for a later batch because their task
 	// had not parked for them yet.
-	Sessions, Batches, Pushes, Merged, Skipped, SentBack, Dropped, Deferred int64
+	Deferred int64
 }
 
 // Merger runs the merge queue of one target on one worker: it waits for

@@ -93,11 +93,12 @@ func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 }
 
 // deferPlan reports whether a planner result goes without a write of its
-// own: a cache hit on a first delivery whose state does not exist yet,
-// workspaces off (with them, the first write pins the task's workspace).
-// A fully cached task then makes one state write, not two.
+// own: a cache hit on a first delivery whose state does not exist yet (so
+// no outbox is in flight either), workspaces off (with them, the first
+// write pins the task's workspace). A fully cached task then makes one
+// state write, not two.
 func (p *Pipeline) deferPlan(t *taskRun, rr roleResult) bool {
-	return rr.cached && t.rev == 0 && p.d.Workspaces == nil && t.wsPin == nil && t.flushing == nil
+	return rr.cached && t.rev == 0 && p.d.Workspaces == nil
 }
 
 // roundStage runs one implementer+judge round (or its judge half) and
