@@ -83,6 +83,17 @@ type Config struct {
 // Enabled reports whether workspaces are on: a repository is named.
 func (c Config) Enabled() bool { return c.Repo != "" }
 
+// orDefault refuses a negative *v and sets a zero one to def.
+func orDefault[T int | int64 | time.Duration](field string, v *T, def T) error {
+	switch {
+	case *v < 0:
+		return fmt.Errorf("%w: workspace.%s: %v is negative", ErrInvalidConfig, field, *v)
+	case *v == 0:
+		*v = def
+	}
+	return nil
+}
+
 // Validate fills the defaults and checks the fields; errors name the field.
 // A disabled Config is valid whatever else it holds.
 func (c *Config) Validate() error {
@@ -152,32 +163,20 @@ func (c *Config) Validate() error {
 	} else if strings.HasPrefix(c.PushRemote, "-") || strings.ContainsAny(c.PushRemote, "\x00\n") {
 		return bad("push_remote", "%.80q is not a URL or a path", c.PushRemote)
 	}
-	switch {
-	case c.PushBatch < 0:
-		return bad("push_batch", "%d is negative", c.PushBatch)
-	case c.PushBatch == 0:
-		c.PushBatch = DefaultPushBatch
+	if err := orDefault("push_batch", &c.PushBatch, DefaultPushBatch); err != nil {
+		return err
 	}
-	switch {
-	case c.PushDelay < 0:
-		return bad("push_delay", "%v is negative", c.PushDelay)
-	case c.PushDelay == 0:
-		c.PushDelay = DefaultPushDelay
+	if err := orDefault("push_delay", &c.PushDelay, DefaultPushDelay); err != nil {
+		return err
 	}
 	if c.MaxWorktrees < 0 {
 		return bad("max_worktrees", "%d is negative", c.MaxWorktrees)
 	}
-	switch {
-	case c.MaxPatchBytes < 0:
-		return bad("max_patch_bytes", "%d is negative", c.MaxPatchBytes)
-	case c.MaxPatchBytes == 0:
-		c.MaxPatchBytes = DefaultMaxPatchBytes
+	if err := orDefault("max_patch_bytes", &c.MaxPatchBytes, DefaultMaxPatchBytes); err != nil {
+		return err
 	}
-	switch {
-	case c.GitTimeout < 0:
-		return bad("git_timeout", "%v is negative", c.GitTimeout)
-	case c.GitTimeout == 0:
-		c.GitTimeout = DefaultGitTimeout
+	if err := orDefault("git_timeout", &c.GitTimeout, DefaultGitTimeout); err != nil {
+		return err
 	}
 	return nil
 }
