@@ -84,6 +84,10 @@ type Config struct {
 	// CPUProfile, when set, receives a CPU profile of the Drover phase
 	// (the whole process, so an embedded server's work is in it too).
 	CPUProfile io.Writer
+	// MemProfile, when set, receives the process's allocation profile as
+	// the Drover phase ends (the allocations since the process started,
+	// which the phase's dominate; the embedded server's included).
+	MemProfile io.Writer
 	// LatencyTasks is the number of tasks of the latency phase, submitted
 	// one at a time to the idle worker (0: no latency phase).
 	LatencyTasks int

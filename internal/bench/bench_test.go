@@ -25,9 +25,9 @@ func TestRun(t *testing.T) {
 	leaks := goleak.IgnoreCurrent()
 	dir := filepath.Join(t.TempDir(), "store")
 	const n = 200
-	var prof bytes.Buffer
+	var prof, mem bytes.Buffer
 	rep, err := Run(context.Background(), Config{
-		Tasks: n, Concurrency: 8, Sync: time.Second, DataDir: dir, CPUProfile: &prof,
+		Tasks: n, Concurrency: 8, Sync: time.Second, DataDir: dir, CPUProfile: &prof, MemProfile: &mem,
 		Timeout: 2 * time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
@@ -53,18 +53,22 @@ func TestRun(t *testing.T) {
 		require.Positive(t, ph.P50)
 		require.GreaterOrEqual(t, ph.P99, ph.P50)
 		require.Positive(t, ph.Elapsed)
+		require.Positive(t, ph.AllocsPerTask)
+		require.Greater(t, ph.AllocBytesPerTask, ph.AllocsPerTask, "an allocation is at least a byte")
 	}
+	require.Greater(t, rep.Drover.AllocsPerTask, rep.Floor.AllocsPerTask, "Drover allocates more per task than the floor's four operations")
 	require.Positive(t, rep.RatioPct)
 	require.Positive(t, rep.OpsRatioPct)
 	require.InDelta(t, rep.RatioPct/rep.OpsRatioPct*100, rep.DroverOfOpsPct, 1e-6)
 	require.InDelta(t, 100*rep.Drover.TasksPerSec/rep.FloorOverlapped.TasksPerSec, rep.RatioOverlappedPct, 1e-6)
 	require.InDelta(t, 100*rep.Drover.TasksPerSec/rep.OpsOverlapped.TasksPerSec, rep.DroverOfOpsOverlappedPct, 1e-6)
 	require.NotZero(t, prof.Len(), "cpu profile written")
+	require.NotZero(t, mem.Len(), "allocation profile written")
 
 	var text bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))
 	for _, label := range []string{"of the floor", "floor (sequential)", "floor (overlapped)",
-		"contract-ops (sequential)", "contract-ops (overlapped)", "per operation", "audit publish (fenced)"} {
+		"contract-ops (sequential)", "contract-ops (overlapped)", "per operation", "audit publish (fenced)", "allocs/task"} {
 		require.Contains(t, text.String(), label)
 	}
 	require.Contains(t, text.String(), "DROVER_BENCH_AUDIT")

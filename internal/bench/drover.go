@@ -227,7 +227,7 @@ func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *
 	}
 	n := cfg.Tasks
 	submit := make([]time.Time, n)
-	cpu := processCPU()
+	use := measure()
 	err = submitTasks(ctx, cfg, js, tr.wf, submit, coldScope(tr.wf))
 	if err == nil {
 		select {
@@ -238,9 +238,14 @@ func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *
 			tr.mu.Unlock()
 		}
 	}
-	cpu = processCPU() - cpu
+	used := use.since()
 	if cfg.CPUProfile != nil {
 		pprof.StopCPUProfile()
+	}
+	if cfg.MemProfile != nil {
+		if err := pprof.Lookup("allocs").WriteTo(cfg.MemProfile, 0); err != nil {
+			return Phase{}, fmt.Errorf("bench: allocation profile: %w", err)
+		}
 	}
 	if err != nil {
 		return Phase{}, fmt.Errorf("bench: drover phase: %w", err)
@@ -260,7 +265,7 @@ func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	ph := newPhase(submit, tr.end)
-	ph.setCPU(cpu, n)
+	ph.setUsage(used, n)
 	ph.Completed, ph.Failed = tr.completed, tr.failed
 	return ph, nil
 }

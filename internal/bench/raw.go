@@ -116,7 +116,7 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 	wg.Add(1)
 	go func() { defer wg.Done(); r.fetchLoop(fetchCtx, ctx, cons, pl) }()
 	submit := make([]time.Time, r.cfg.Tasks)
-	cpu := processCPU()
+	use := measure()
 	err = r.submit(ctx, jsP, submit)
 	if err == nil {
 		select {
@@ -125,7 +125,7 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 			err = fmt.Errorf("bench: %s phase: %w", r.name, context.Cause(ctx))
 		}
 	}
-	cpu = processCPU() - cpu
+	used := use.since()
 	stopFetch()
 	wg.Wait()
 	pl.Wait(context.Background())
@@ -133,7 +133,7 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 		return Phase{}, err
 	}
 	ph := newPhase(submit, r.end)
-	ph.setCPU(cpu, r.cfg.Tasks)
+	ph.setUsage(used, r.cfg.Tasks)
 	ph.Ops = r.ops.stats(r.cfg.Tasks)
 	ph.WritesPerTask, err = r.writesPerTask(ctx)
 	return ph, err

@@ -46,6 +46,11 @@ type Phase struct {
 	CPUPerTask   time.Duration `json:"-"`
 	CPUPerTaskUS float64       `json:"cpu_per_task_us"`
 	Cores        float64       `json:"cores"`
+	// AllocsPerTask and AllocBytesPerTask are the process's heap
+	// allocations per task (the embedded server's included): what Drover's
+	// own work allocates is the difference to contract-ops.
+	AllocsPerTask     float64 `json:"allocs_per_task"`
+	AllocBytesPerTask float64 `json:"alloc_bytes_per_task"`
 	// WritesPerTask counts stored writes per task, the request included
 	// (the raw phases; the Drover phase has Report.Writes).
 	WritesPerTask float64 `json:"writes_per_task,omitempty"`
@@ -123,9 +128,15 @@ func newPhase(submit, end []time.Time) Phase {
 	return ph
 }
 
-// setCPU records the CPU time the phase used.
-func (ph *Phase) setCPU(cpu time.Duration, n int) {
-	if cpu <= 0 || n <= 0 {
+// setUsage records the CPU time and allocations the phase used.
+func (ph *Phase) setUsage(u usage, n int) {
+	if n <= 0 {
+		return
+	}
+	ph.AllocsPerTask = float64(u.allocs) / float64(n)
+	ph.AllocBytesPerTask = float64(u.bytes) / float64(n)
+	cpu := u.cpu
+	if cpu <= 0 {
 		return
 	}
 	ph.CPUPerTask = cpu / time.Duration(n)
@@ -176,10 +187,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "drover bench: %d tasks, pool %d, sync %s, %s server, %s, GOMAXPROCS %d (%d CPUs)\n\n",
 		r.Tasks, r.Concurrency, r.Sync, r.Server, r.GoVersion, r.GOMAXPROCS, r.NumCPU)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\ttasks/s\tp50\tp99\telapsed\tCPU/task\tcores\tdone\tfailed\tdrover's ratio\t")
+	fmt.Fprintln(tw, "\ttasks/s\tp50\tp99\telapsed\tCPU/task\tcores\tallocs/task\tKiB/task\tdone\tfailed\tdrover's ratio\t")
 	row := func(name string, p Phase, ratio string) {
-		fmt.Fprintf(tw, "%-26s\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t%d\t%d\t%s\t\n", name, p.TasksPerSec, round(p.P50), round(p.P99),
-			round(p.Elapsed), round(p.CPUPerTask), p.Cores, p.Completed, p.Failed, ratio)
+		fmt.Fprintf(tw, "%-26s\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%d\t%d\t%s\t\n", name, p.TasksPerSec, round(p.P50), round(p.P99),
+			round(p.Elapsed), round(p.CPUPerTask), p.Cores, p.AllocsPerTask, p.AllocBytesPerTask/1024, p.Completed, p.Failed, ratio)
 	}
 	row("drover", r.Drover, "")
 	row("contract-ops (overlapped)", r.OpsOverlapped, fmt.Sprintf("%.2f", r.DroverOfOpsOverlappedPct/100))
@@ -189,7 +200,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nCPU is the whole process's (the embedded server's too); cores = CPU time / elapsed\n")
+	fmt.Fprintf(w, "\nCPU and allocations are the whole process's (the embedded server's too); cores = CPU time / elapsed\n")
 	fmt.Fprintf(w, "drover: %.1f%% of the floor (overlapped), %.1f%% of the floor (sequential); target at pool 16 on default sync: >= %.0f%% of the overlapped floor\n",
 		r.RatioOverlappedPct, r.RatioPct, TargetRatioPct)
 	fmt.Fprintf(w, "  contract-ops (Drover's JetStream operations, none of its code): overlapped %.1f%% of the floor (overlapped), sequential %.1f%% of the floor (sequential)\n",

@@ -21,6 +21,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 		tasks, concurrency int
 		latency, cached    int
 		syncFlag, profile  string
+		memProfile         string
 		asJSON, keep       bool
 		timeout            time.Duration
 	)
@@ -105,6 +106,14 @@ unless --keep.`,
 				defer f.Close()
 				cfg.CPUProfile = f
 			}
+			if memProfile != "" {
+				f, err := os.Create(memProfile)
+				if err != nil {
+					return fmt.Errorf("--memprofile: %w", err)
+				}
+				defer f.Close()
+				cfg.MemProfile = f
+			}
 			rep, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -118,6 +127,9 @@ unless --keep.`,
 			if profile != "" {
 				fmt.Fprintf(g.stdout, "\nCPU profile of the drover phase: %s (go tool pprof -top %s)\n", profile, profile)
 			}
+			if memProfile != "" {
+				fmt.Fprintf(g.stdout, "allocation profile up to the end of the drover phase: %s (go tool pprof -sample_index=alloc_space -top %s)\n", memProfile, memProfile)
+			}
 			return nil
 		},
 	}
@@ -128,6 +140,7 @@ unless --keep.`,
 	f.IntVar(&cached, "cached-tasks", bench.DefaultCachedTasks, "unchanged tasks of the cached phase, run twice (0: skip it)")
 	f.StringVar(&syncFlag, "sync", "always", `embedded server's fsync: "always" (before every ack) or an interval such as 2m (nats-server's default)`)
 	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the drover phase to this file")
+	f.StringVar(&memProfile, "memprofile", "", "write an allocation profile of the drover phase to this file")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&keep, "keep", false, "keep the bench's streams and buckets on an external server after the run")
 	f.DurationVar(&timeout, "timeout", bench.DefaultTimeout, "give up on a phase after this long")
