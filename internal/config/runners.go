@@ -185,6 +185,10 @@ type wrapped struct {
 	base runner.Runner
 }
 
+// RunsInline implements runner.Inline: the chain runs inline when all of
+// it does.
+func (w wrapped) RunsInline() bool { return runner.RunsInline(w.Runner) }
+
 // Unwrap implements runner.Unwrapper, so the wrapped runner's health
 // check is found.
 func (w wrapped) Unwrap() runner.Runner { return w.base }

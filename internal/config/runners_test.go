@@ -96,6 +96,8 @@ roles:
 	require.NoError(t, err)
 	_, ok := set.Implementer.(runner.LessonReader)
 	require.True(t, ok, "the wrapped exec runner still reads lessons")
+	require.False(t, runner.RunsInline(set.Implementer), "an exec runner runs in a goroutine of its own under a timeout")
+	require.True(t, runner.RunsInline(set.Planner), "the sim, wrapped to redact, still runs inline")
 	req := runner.Request{Role: subjects.RoleImplementer, Task: subjects.TaskRequest{ID: "T", Workflow: "w", Scope: "s"}, Attempt: 1}
 	_, err = set.Implementer.Run(context.Background(), req)
 	require.Error(t, err)

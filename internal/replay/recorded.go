@@ -56,6 +56,9 @@ func NewRecorded(rec *Record) *Recorded { return &Recorded{rec: rec} }
 // Identity implements runner.Runner.
 func (r *Recorded) Identity() string { return "record/" + r.rec.Workflow }
 
+// RunsInline implements runner.Inline: a record is read in process.
+func (r *Recorded) RunsInline() bool { return true }
+
 // Served returns how many role calls the record answered.
 func (r *Recorded) Served() int64 { return r.served.Load() }
 

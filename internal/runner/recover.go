@@ -17,7 +17,7 @@ const maxPanicStack = 2 << 10
 // WithTimeout forwards a panic from its goroutine to the caller's.
 func WithRecover() Middleware {
 	return func(next Runner) Runner {
-		return Func{ID: next.Identity(), F: func(ctx context.Context, req Request) (res Result, err error) {
+		return Func{ID: next.Identity(), InCaller: RunsInline(next), F: func(ctx context.Context, req Request) (res Result, err error) {
 			defer func() {
 				v := recover()
 				if v == nil {

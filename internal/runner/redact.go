@@ -21,7 +21,7 @@ func WithRedact(r *redact.Redactor) Middleware {
 		if r.Empty() {
 			return next
 		}
-		return Func{ID: next.Identity(), F: func(ctx context.Context, req Request) (Result, error) {
+		return Func{ID: next.Identity(), InCaller: RunsInline(next), F: func(ctx context.Context, req Request) (Result, error) {
 			res, err := next.Run(ctx, req)
 			if err != nil {
 				return Result{}, r.Error(err)

@@ -117,10 +117,16 @@ type LessonReader interface {
 type Func struct {
 	ID string
 	F  func(ctx context.Context, req Request) (Result, error)
+	// InCaller says F works in the caller's goroutine and returns as soon
+	// as its context is done (see Inline).
+	InCaller bool
 }
 
 // Identity implements Runner.
 func (f Func) Identity() string { return f.ID }
+
+// RunsInline implements Inline.
+func (f Func) RunsInline() bool { return f.InCaller }
 
 // Run implements Runner.
 func (f Func) Run(ctx context.Context, req Request) (Result, error) { return f.F(ctx, req) }

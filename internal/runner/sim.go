@@ -46,6 +46,10 @@ func NewSim(opts SimOptions) *Sim { return &Sim{opts: opts} }
 // Identity implements Runner.
 func (s *Sim) Identity() string { return SimIdentity }
 
+// RunsInline implements Inline: the sim computes its output in process and
+// its latency and hang controls wait on the context.
+func (s *Sim) RunsInline() bool { return true }
+
 // Run implements Runner. It counts the call, appends it to the call log,
 // then applies the task's sim controls in this order: latency, hang, panic,
 // fail; and finally returns the deterministic output for the role.

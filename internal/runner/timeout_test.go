@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -68,4 +69,63 @@ func TestWithTimeoutZeroIsNoop(t *testing.T) {
 	s := NewSim(SimOptions{})
 	require.Same(t, s, WithTimeout(0)(s))
 	require.Same(t, s, WithTimeout(-time.Second)(s))
+}
+
+func TestRunsInlineThroughMiddlewares(t *testing.T) {
+	t.Parallel()
+	sim := NewSim(SimOptions{})
+	elsewhere := Func{ID: "elsewhere", F: func(context.Context, Request) (Result, error) { return Result{}, nil }}
+	mws := []Middleware{WithRedact(redact.New(testSecret)), WithRecover(), WithTimeout(time.Hour)}
+	for _, tc := range []struct {
+		name string
+		r    Runner
+		want bool
+	}{
+		{"sim", sim, true},
+		{"sim in every middleware", Chain(sim, mws...), true},
+		{"a Func that says it runs in the caller", Func{ID: "x", InCaller: true}, true},
+		{"a Func that does not say so", elsewhere, false},
+		{"such a Func in every middleware", Chain(elsewhere, mws...), false},
+		{"exec", &Exec{}, false},
+		{"openai", &OpenAI{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, RunsInline(tc.r))
+		})
+	}
+}
+
+// A panic shows where the runner ran: in the caller's goroutine it
+// arrives as itself; from a goroutine of WithTimeout's, forwarded.
+func TestWithTimeoutRunsAnInlineRunnerInTheCaller(t *testing.T) {
+	t.Parallel()
+	boom := func(inCaller bool) Runner {
+		return Func{ID: "boom", InCaller: inCaller, F: func(context.Context, Request) (Result, error) { panic("boom") }}
+	}
+	caught := func(r Runner) (v any) {
+		defer func() { v = recover() }()
+		_, _ = WithTimeout(time.Hour)(r).Run(context.Background(), Request{Role: subjects.RolePlanner})
+		return nil
+	}
+	require.Equal(t, "boom", caught(boom(true)), "inline: the panic is the runner's own, raised in the caller")
+	fp, ok := caught(boom(false)).(*forwardedPanic)
+	require.True(t, ok, "not inline: the panic comes from WithTimeout's goroutine, forwarded")
+	require.Equal(t, "boom", fp.value)
+}
+
+func TestWithTimeoutInlineKeepsTheTimeoutError(t *testing.T) {
+	t.Parallel()
+	late := Func{ID: "late", InCaller: true, F: func(ctx context.Context, _ Request) (Result, error) {
+		<-ctx.Done()
+		return Result{}, ctx.Err()
+	}}
+	_, err := WithTimeout(10*time.Millisecond)(late).Run(context.Background(), Request{Role: subjects.RoleJudge})
+	require.ErrorIs(t, err, ErrTimeout)
+	require.Contains(t, err.Error(), "judge exceeded 10ms")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = WithTimeout(time.Hour)(late).Run(ctx, Request{Role: subjects.RoleJudge})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, ErrTimeout, "the parent's end is not a timeout")
 }
