@@ -140,14 +140,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		GOMAXPROCS:  runtime.GOMAXPROCS(0),
 		NumCPU:      runtime.NumCPU(),
 	}
-	url := cfg.URL
+	url, storeDir := cfg.URL, ""
 	if url == "" {
-		srv, cleanup, err := startServer(cfg)
+		srv, dir, cleanup, err := startServer(cfg)
 		if err != nil {
 			return nil, err
 		}
 		defer cleanup()
-		url = srv.ClientURL()
+		url, storeDir = srv.ClientURL(), dir
 		cfg.Options = nil
 	} else {
 		rep.Server, rep.Sync = "external", "the server's own"
@@ -201,30 +201,38 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if rep.Cached, err = runCached(ctx, cfg, url); err != nil {
 			return nil, err
 		}
+		if storeDir != "" && cfg.Sync == 0 {
+			if rep.Cached.Disk, err = probeDisk(storeDir, diskProbeWrites, cfg.CachedTasks); err != nil {
+				return nil, err
+			}
+		}
 	}
 	rep.finish()
 	return rep, nil
 }
 
-// startServer starts the embedded server of a run and returns a cleanup
-// that stops it and removes its store.
-func startServer(cfg Config) (*broker.Embedded, func(), error) {
+// diskProbeWrites is how many fsync'd writes the disk probe times.
+const diskProbeWrites = 1000
+
+// startServer starts the embedded server of a run and returns its store
+// directory and a cleanup that stops it and removes its store.
+func startServer(cfg Config) (*broker.Embedded, string, func(), error) {
 	dir := cfg.DataDir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "drover-bench-")
 		if err != nil {
-			return nil, nil, fmt.Errorf("bench: temporary store directory: %w", err)
+			return nil, "", nil, fmt.Errorf("bench: temporary store directory: %w", err)
 		}
 		dir = d
 	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, nil, fmt.Errorf("bench: store directory %s is not empty; the bench removes it after the run", dir)
+		return nil, "", nil, fmt.Errorf("bench: store directory %s is not empty; the bench removes it after the run", dir)
 	}
 	srv, err := broker.StartEmbedded(broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: dir, Sync: cfg.Sync, ServerName: "drover-bench"})
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("bench: %w", err)
+		return nil, "", nil, fmt.Errorf("bench: %w", err)
 	}
-	return srv, func() {
+	return srv, dir, func() {
 		srv.Shutdown()
 		if err := os.RemoveAll(dir); err != nil {
 			cfg.Log.Warn("could not remove the bench's store", "dir", dir, "err", err)

@@ -33,6 +33,9 @@ type Cached struct {
 	// contract's operations for a fully cached task, none of Drover's
 	// code (runOpsCached), timed from the first submit to the last ack.
 	Ops Phase `json:"contract_ops"`
+	// Disk is the embedded store's fsync probe, with fsync before ack
+	// (nil otherwise, or against an external server).
+	Disk *Disk `json:"disk,omitempty"`
 }
 
 // hitCounter counts role cache hits and runner calls; the rest of

@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -141,4 +143,27 @@ func TestRunOpsCachedFillsMoreThanTheAsyncWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, cfg.Tasks, ph.Completed)
 	require.InDelta(t, 7.0, ph.WritesPerTask, 0.001, "the fill is not counted")
+}
+
+// The disk probe times each fsync'd write, leaves nothing behind, and its
+// audit floor is five such writes per cached task; the cached phase's
+// report says it.
+func TestProbeDisk(t *testing.T) {
+	dir := t.TempDir()
+	d, err := probeDisk(dir, 20, 1000)
+	require.NoError(t, err)
+	require.Equal(t, 20, d.Writes)
+	require.Positive(t, d.P50)
+	require.GreaterOrEqual(t, d.P99, d.P50)
+	require.Equal(t, 5*1000*d.P50, d.AuditFloor)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the probe's file is removed")
+
+	_, err = probeDisk(filepath.Join(dir, "missing"), 1, 1)
+	require.ErrorContains(t, err, "disk probe")
+
+	var text bytes.Buffer
+	require.NoError(t, (&Report{Cached: &Cached{Tasks: 1000, Disk: d}}).WriteText(&text))
+	require.Contains(t, text.String(), "the store's disk: a 1 KiB write and its fsync take")
 }

@@ -279,6 +279,12 @@ func writeCached(w io.Writer, c *Cached) error {
 	if c.Ops.Elapsed > 0 {
 		fmt.Fprintf(w, "  contract-ops, fully cached (the contract's operations for a cached task, none of Drover's code): %s (%.0f tasks/s), %.2f stored writes per task; drover's ratio %.2f\n",
 			round(c.Ops.Elapsed), c.Ops.TasksPerSec, c.Ops.WritesPerTask, c.Warm.TasksPerSec/c.Ops.TasksPerSec)
+	}
+	if d := c.Disk; d != nil {
+		fmt.Fprintf(w, "  the store's disk: a 1 KiB write and its fsync take p50 %s, p99 %s (%d, one after another); the audit stream syncs its %d events per cached task one after another: at least %s for %d tasks\n",
+			round(d.P50), round(d.P99), d.Writes, eventsPerCachedTask, round(d.AuditFloor), c.Tasks)
+	}
+	if c.Ops.Elapsed > 0 {
 		return writeOps(w, "contract-ops (fully cached)", c.Ops.Ops)
 	}
 	return nil

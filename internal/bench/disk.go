@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Disk is what the store's disk does for one writer: serial 1 KiB writes,
+// each followed by an fsync, in the embedded server's store directory. With
+// fsync before ack, a stream stores its messages one after another, each
+// synced before the next, so the audit stream's events (five per task)
+// cannot be stored faster than AuditFloor for the cached phase's tasks.
+type Disk struct {
+	Writes int `json:"writes"`
+	// P50 and P99 are a write and its fsync.
+	P50   time.Duration `json:"-"`
+	P99   time.Duration `json:"-"`
+	P50US float64       `json:"p50_us"`
+	P99US float64       `json:"p99_us"`
+	// AuditFloor is five such writes per cached task, one after another:
+	// the least time the audit stream needs for the cached run's events.
+	AuditFloor  time.Duration `json:"-"`
+	AuditFloorS float64       `json:"audit_floor_s"`
+}
+
+// eventsPerCachedTask is what the contract stores in the audit stream for
+// a fully cached one-round task.
+const eventsPerCachedTask = 5
+
+// probeDisk times n serial 1 KiB writes, each fsync'd, in a file it
+// creates in dir and removes.
+func probeDisk(dir string, n, tasks int) (*Disk, error) {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: disk probe: %w", err)
+	}
+	defer os.Remove(filepath.Clean(f.Name()))
+	defer f.Close()
+	buf := make([]byte, 1024)
+	took := make([]time.Duration, n)
+	for i := range n {
+		start := time.Now()
+		if _, err := f.WriteAt(buf, int64(i)*int64(len(buf))); err != nil {
+			return nil, fmt.Errorf("bench: disk probe: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			return nil, fmt.Errorf("bench: disk probe: %w", err)
+		}
+		took[i] = time.Since(start)
+	}
+	slices.Sort(took)
+	d := &Disk{Writes: n, P50: percentile(took, 50), P99: percentile(took, 99)}
+	d.P50US, d.P99US = float64(d.P50.Nanoseconds())/1000, float64(d.P99.Nanoseconds())/1000
+	d.AuditFloor = time.Duration(eventsPerCachedTask*tasks) * d.P50
+	d.AuditFloorS = d.AuditFloor.Seconds()
+	return d, nil
+}
