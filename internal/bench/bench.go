@@ -32,7 +32,8 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// warmUpTasks is the size of the untimed warm-up before the raw phases.
+// warmUpTasks is the size of the untimed warm-ups before the Drover phase
+// and before the raw phases.
 const warmUpTasks = 300
 
 // Queue is the queue the bench's tasks go through. A queue of its own keeps
@@ -152,6 +153,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	} else {
 		rep.Server, rep.Sync = "external", "the server's own"
 		cfg.Log.Warn("benchmarking an external server: other traffic skews the figures", "prefix", cfg.Names.Prefix(), "keep", cfg.Keep)
+	}
+	// An untimed warm-up of the Drover phase, as the raw phases get one: a
+	// worker runs warm, and the first phase would otherwise pay for the
+	// process's and the server's start (the heap's growth, the stores'
+	// first blocks). It keeps the bench's streams for the timed phase, so
+	// no deletion runs behind it.
+	warmDrover := cfg
+	warmDrover.Tasks, warmDrover.Keep = min(cfg.Tasks, warmUpTasks), true
+	warmDrover.CPUProfile, warmDrover.MemProfile = nil, nil
+	if _, _, err := runDrover(ctx, warmDrover, url); err != nil {
+		return nil, fmt.Errorf("bench: warm-up: %w", err)
 	}
 	if rep.Drover, rep.Writes, err = runDrover(ctx, cfg, url); err != nil {
 		return nil, err

@@ -47,7 +47,9 @@ would (asynchronous publishes and KV writes in flight together, waiting
 only where correctness needs the answer: the task is acked only once its
 audit event is stored, a CAS state write completes before the one that
 depends on its revision). The overlapped floor is the honest one. Each raw
-phase prints a per-operation latency breakdown.
+phase prints a per-operation latency breakdown. Every phase reports its CPU
+and heap allocations per task (the whole process's, an embedded server's
+included), and each timed phase follows an untimed warm-up.
 
 The latency phase (--latency-tasks) submits cold tasks one at a time to an
 idle worker and reports the time from one role's runner returning to the
@@ -57,7 +59,10 @@ fed and followed through the wire contract, and reports the second, fully
 cached run's wall time and stored writes per task, next to a fully cached
 contract-ops phase: the contract's operations for as many cached tasks (the
 claim read with the planner's lookup, three cache hits, one state write,
-five fenced events, the ack) with none of Drover's code.
+five fenced events, the ack) with none of Drover's code. With fsync before
+ack on the embedded server it times the store's disk too (serial 1 KiB
+writes, each fsync'd) and prints the least time the audit stream needs to
+store the cached run's events one after another.
 
 Without --nats-url it embeds a server in a temporary directory with the
 --sync interval and removes it afterwards. Run it once with --sync always
