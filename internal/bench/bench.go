@@ -95,6 +95,12 @@ type Config struct {
 	// CachedTasks is the number of tasks of the cached phase, run twice,
 	// the second time all cache hits (0: no cached phase).
 	CachedTasks int
+	// Rounds is how many times the Drover, contract-ops and floor phases
+	// run, one after another (default 1). The report shows the round with
+	// the median ratio of Drover to overlapped contract-ops, and the range
+	// of the ratios: on a machine whose speed drifts, one round's ratio
+	// says little.
+	Rounds int
 	// Timeout bounds each phase (default 10m).
 	Timeout time.Duration
 	// Log receives progress and the worker's log (default: discarded).
@@ -102,9 +108,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Tasks < 0 || c.Concurrency < 0 || c.Sync < 0 || c.Timeout < 0 || c.LatencyTasks < 0 || c.CachedTasks < 0 {
-		return c, fmt.Errorf("bench: negative setting (tasks %d, concurrency %d, sync %s, timeout %s, latency tasks %d, cached tasks %d)",
-			c.Tasks, c.Concurrency, c.Sync, c.Timeout, c.LatencyTasks, c.CachedTasks)
+	if c.Tasks < 0 || c.Concurrency < 0 || c.Sync < 0 || c.Timeout < 0 || c.LatencyTasks < 0 || c.CachedTasks < 0 || c.Rounds < 0 {
+		return c, fmt.Errorf("bench: negative setting (tasks %d, concurrency %d, sync %s, timeout %s, latency tasks %d, cached tasks %d, rounds %d)",
+			c.Tasks, c.Concurrency, c.Sync, c.Timeout, c.LatencyTasks, c.CachedTasks, c.Rounds)
+	}
+	if c.Rounds == 0 {
+		c.Rounds = 1
 	}
 	if c.Tasks == 0 {
 		c.Tasks = DefaultTasks
@@ -124,9 +133,53 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// Run runs the three phases and returns the report. The first error of any
-// phase ends the run; every goroutine, connection and embedded server it
-// started is stopped before it returns.
+// runRound runs one round: an untimed warm-up and the Drover phase, then
+// an untimed warm-up and the four raw phases.
+func runRound(ctx context.Context, cfg Config, url string, warmUp func() error) (benchRound, error) {
+	var (
+		rd  benchRound
+		err error
+	)
+	// An untimed warm-up of the Drover phase, as the raw phases get one: a
+	// worker runs warm, and the first phase would otherwise pay for the
+	// process's and the server's start (the heap's growth, the stores'
+	// first blocks). It keeps the bench's streams for the timed phase, so
+	// no deletion runs behind it.
+	warmDrover := cfg
+	warmDrover.Tasks, warmDrover.Keep = min(cfg.Tasks, warmUpTasks), true
+	warmDrover.CPUProfile, warmDrover.MemProfile = nil, nil
+	if _, _, err := runDrover(ctx, warmDrover, url); err != nil {
+		return rd, fmt.Errorf("bench: warm-up: %w", err)
+	}
+	if rd.Drover, rd.Writes, err = runDrover(ctx, cfg, url); err != nil {
+		return rd, err
+	}
+	if err := warmUp(); err != nil {
+		return rd, err
+	}
+	for _, ph := range []struct {
+		out     *Phase
+		run     func(context.Context, Config, string, bool) (Phase, error)
+		overlap bool
+	}{
+		{&rd.OpsOverlapped, runOps, true},
+		{&rd.Ops, runOps, false},
+		{&rd.FloorOverlapped, runFloor, true},
+		{&rd.Floor, runFloor, false},
+	} {
+		if *ph.out, err = ph.run(ctx, cfg, url, ph.overlap); err != nil {
+			return rd, err
+		}
+	}
+	return rd, nil
+}
+
+// Run runs the phases and returns the report: Rounds rounds of the Drover,
+// contract-ops and floor phases, reported by the round with the median
+// ratio of Drover to overlapped contract-ops; then, once, the latency and
+// cached phases. The first error of any phase ends the run; every
+// goroutine, connection and embedded server it started is stopped before
+// it returns.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -154,23 +207,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Server, rep.Sync = "external", "the server's own"
 		cfg.Log.Warn("benchmarking an external server: other traffic skews the figures", "prefix", cfg.Names.Prefix(), "keep", cfg.Keep)
 	}
-	// An untimed warm-up of the Drover phase, as the raw phases get one: a
-	// worker runs warm, and the first phase would otherwise pay for the
-	// process's and the server's start (the heap's growth, the stores'
-	// first blocks). It keeps the bench's streams for the timed phase, so
-	// no deletion runs behind it.
-	warmDrover := cfg
-	warmDrover.Tasks, warmDrover.Keep = min(cfg.Tasks, warmUpTasks), true
-	warmDrover.CPUProfile, warmDrover.MemProfile = nil, nil
-	if _, _, err := runDrover(ctx, warmDrover, url); err != nil {
-		return nil, fmt.Errorf("bench: warm-up: %w", err)
-	}
-	if rep.Drover, rep.Writes, err = runDrover(ctx, cfg, url); err != nil {
-		return nil, err
-	}
-	// The first phase after the Drover phase runs while the server still
-	// removes the Drover phase's streams: an untimed warm-up takes that
-	// cost, so it does not fall on whichever raw phase comes first.
+	// The first phase after another runs while the server still removes
+	// the streams of the one before: an untimed warm-up takes that cost,
+	// so it does not fall on whichever raw phase comes next.
 	warm := cfg
 	warm.Tasks = min(cfg.Tasks, warmUpTasks)
 	warmUp := func() error {
@@ -179,23 +218,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		return nil
 	}
-	if err := warmUp(); err != nil {
-		return nil, err
-	}
-	for _, ph := range []struct {
-		out     *Phase
-		run     func(context.Context, Config, string, bool) (Phase, error)
-		overlap bool
-	}{
-		{&rep.OpsOverlapped, runOps, true},
-		{&rep.Ops, runOps, false},
-		{&rep.FloorOverlapped, runFloor, true},
-		{&rep.Floor, runFloor, false},
-	} {
-		if *ph.out, err = ph.run(ctx, cfg, url, ph.overlap); err != nil {
+	rounds := make([]benchRound, 0, cfg.Rounds)
+	for i := range cfg.Rounds {
+		rc := cfg
+		if i > 0 { // one profile, of the first round's Drover phase
+			rc.CPUProfile, rc.MemProfile = nil, nil
+		}
+		rd, err := runRound(ctx, rc, url, warmUp)
+		if err != nil {
 			return nil, err
 		}
+		rounds = append(rounds, rd)
 	}
+	rep.setRounds(rounds)
 	// The raw phases' streams are still being removed: the same untimed
 	// warm-up takes that cost off the phases that measure what a user
 	// feels.

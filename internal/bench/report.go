@@ -91,6 +91,9 @@ type Report struct {
 	DroverOfOpsPct           float64 `json:"drover_of_contract_ops_pct"`
 	DroverOfOpsOverlappedPct float64 `json:"drover_of_contract_ops_overlapped_pct"`
 	Writes                   Writes  `json:"writes"`
+	// Rounds lists every round's ratios when there was more than one; the
+	// phases above are the median round's.
+	Rounds []Round `json:"rounds,omitempty"`
 	// Latency and Cached are the latency and cached phases, when run.
 	Latency *Latency `json:"latency,omitempty"`
 	Cached  *Cached  `json:"cached,omitempty"`
@@ -205,6 +208,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		r.RatioOverlappedPct, r.RatioPct, TargetRatioPct)
 	fmt.Fprintf(w, "  contract-ops (Drover's JetStream operations, none of its code): overlapped %.1f%% of the floor (overlapped), sequential %.1f%% of the floor (sequential)\n",
 		r.OpsOverlappedRatioPct, r.OpsRatioPct)
+	writeRounds(w, r.Rounds)
 	fmt.Fprintf(w, "stored writes per task: %.2f including the request, %.2f excluding it (target: <= %.0f); floor %.2f including\n",
 		r.Writes.PerTask, r.Writes.PerTaskExcl, MaxWritesPerTask, r.Floor.WritesPerTask)
 	writeStreamWrites(w, r.Writes, r.Tasks)

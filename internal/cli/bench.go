@@ -22,6 +22,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 		latency, cached    int
 		syncFlag, profile  string
 		memProfile         string
+		rounds             int
 		asJSON, keep       bool
 		timeout            time.Duration
 	)
@@ -47,7 +48,10 @@ would (asynchronous publishes and KV writes in flight together, waiting
 only where correctness needs the answer: the task is acked only once its
 audit event is stored, a CAS state write completes before the one that
 depends on its revision). The overlapped floor is the honest one. Each raw
-phase prints a per-operation latency breakdown. Every phase reports its CPU
+phase prints a per-operation latency breakdown. With --rounds N those phases
+run N times and the report is the round with the median ratio of Drover to
+overlapped contract-ops, with every round's ratios: on a machine whose speed
+drifts, one round says little. Every phase reports its CPU
 and heap allocations per task (the whole process's, an embedded server's
 included), and each timed phase follows an untimed warm-up.
 
@@ -100,6 +104,10 @@ unless --keep.`,
 			if tasks <= 0 || concurrency <= 0 {
 				return fmt.Errorf("--tasks and --concurrency must be positive (got %d and %d)", tasks, concurrency)
 			}
+			if rounds < 1 {
+				return fmt.Errorf("--rounds must be at least 1 (got %d)", rounds)
+			}
+			cfg.Rounds = rounds
 			if latency < 0 || cached < 0 {
 				return fmt.Errorf("--latency-tasks and --cached-tasks must not be negative (got %d and %d)", latency, cached)
 			}
@@ -144,6 +152,7 @@ unless --keep.`,
 	f.IntVar(&latency, "latency-tasks", bench.DefaultLatencyTasks, "tasks of the latency phase, one at a time on an idle worker (0: skip it)")
 	f.IntVar(&cached, "cached-tasks", bench.DefaultCachedTasks, "unchanged tasks of the cached phase, run twice (0: skip it)")
 	f.StringVar(&syncFlag, "sync", "always", `embedded server's fsync: "always" (before every ack) or an interval such as 2m (nats-server's default)`)
+	f.IntVar(&rounds, "rounds", 1, "run the drover, contract-ops and floor phases this many times and report the round with the median ratio, and the range")
 	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the drover phase to this file")
 	f.StringVar(&memProfile, "memprofile", "", "write an allocation profile of the drover phase to this file")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -16,6 +16,7 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 	}{
 		{"negative latency tasks", []string{"--latency-tasks", "-1"}, "must not be negative (got -1 and"},
 		{"negative cached tasks", []string{"--cached-tasks", "-2"}, "must not be negative (got 200 and -2)"},
+		{"no rounds", []string{"--rounds", "0"}, "--rounds must be at least 1 (got 0)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -32,7 +33,7 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 func TestBenchReportsEveryPhase(t *testing.T) {
 	t.Parallel()
 	code, out, errOut := runCLI(t, "bench", "--tasks", "10", "--concurrency", "2", "--latency-tasks", "2",
-		"--cached-tasks", "3", "--sync", "1s", "--json")
+		"--cached-tasks", "3", "--sync", "1s", "--rounds", "2", "--json")
 	require.Equal(t, 0, code, errOut)
 	var rep struct {
 		Drover          struct{ Completed int } `json:"drover"`
@@ -49,6 +50,10 @@ func TestBenchReportsEveryPhase(t *testing.T) {
 		Cached struct {
 			Hits int `json:"hits"`
 		} `json:"cached"`
+		Rounds []struct {
+			Ratio  float64 `json:"drover_of_contract_ops_overlapped_pct"`
+			Median bool    `json:"median"`
+		} `json:"rounds"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	for name, n := range map[string]int{"drover": rep.Drover.Completed, "floor": rep.Floor.Completed,
@@ -59,4 +64,6 @@ func TestBenchReportsEveryPhase(t *testing.T) {
 	require.NotEmpty(t, rep.OpsOverlapped.Ops)
 	require.Equal(t, 4, rep.Latency.RoleGap.N)
 	require.Equal(t, 9, rep.Cached.Hits)
+	require.Len(t, rep.Rounds, 2, "each round's ratios are listed")
+	require.NotEqual(t, rep.Rounds[0].Median, rep.Rounds[1].Median, "one round is the median")
 }

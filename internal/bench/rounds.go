@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+)
+
+// benchRound is one round's Drover, contract-ops and floor phases.
+type benchRound struct {
+	Drover                 Phase
+	Writes                 Writes
+	Ops, OpsOverlapped     Phase
+	Floor, FloorOverlapped Phase
+}
+
+// Round is one round's throughput and Drover's ratios, as the report lists
+// them when there is more than one.
+type Round struct {
+	DroverTasksPerSec        float64 `json:"drover_tasks_per_s"`
+	OpsOverlappedTasksPerSec float64 `json:"contract_ops_overlapped_tasks_per_s"`
+	FloorOverlappedPerSec    float64 `json:"floor_overlapped_tasks_per_s"`
+	// DroverOfOpsOverlappedPct and RatioOverlappedPct are Drover's
+	// throughput as a percentage of overlapped contract-ops' and of the
+	// overlapped floor's in this round.
+	DroverOfOpsOverlappedPct float64 `json:"drover_of_contract_ops_overlapped_pct"`
+	RatioOverlappedPct       float64 `json:"ratio_overlapped_pct"`
+	// Median marks the round the report's phases are from.
+	Median bool `json:"median,omitempty"`
+}
+
+// setRounds fills the report's phases from the round with the median
+// ratio of Drover to overlapped contract-ops (the lower middle one of an
+// even count), and lists every round when there is more than one.
+func (r *Report) setRounds(rounds []benchRound) {
+	if len(rounds) == 0 {
+		return
+	}
+	order := make([]int, len(rounds))
+	for i := range order {
+		order[i] = i
+	}
+	ratio := func(i int) float64 { return pct(rounds[i].Drover, rounds[i].OpsOverlapped) }
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch ra, rb := ratio(a), ratio(b); {
+		case ra < rb:
+			return -1
+		case ra > rb:
+			return 1
+		}
+		return 0
+	})
+	m := order[(len(order)-1)/2]
+	rd := rounds[m]
+	r.Drover, r.Writes = rd.Drover, rd.Writes
+	r.Ops, r.OpsOverlapped, r.Floor, r.FloorOverlapped = rd.Ops, rd.OpsOverlapped, rd.Floor, rd.FloorOverlapped
+	if len(rounds) == 1 {
+		return
+	}
+	r.Rounds = make([]Round, len(rounds))
+	for i, rd := range rounds {
+		r.Rounds[i] = Round{
+			DroverTasksPerSec:        rd.Drover.TasksPerSec,
+			OpsOverlappedTasksPerSec: rd.OpsOverlapped.TasksPerSec,
+			FloorOverlappedPerSec:    rd.FloorOverlapped.TasksPerSec,
+			DroverOfOpsOverlappedPct: pct(rd.Drover, rd.OpsOverlapped),
+			RatioOverlappedPct:       pct(rd.Drover, rd.FloorOverlapped),
+			Median:                   i == m,
+		}
+	}
+}
+
+// writeRounds prints each round's ratios and their range.
+func writeRounds(w io.Writer, rounds []Round) {
+	if len(rounds) < 2 {
+		return
+	}
+	ops := make([]float64, len(rounds))
+	floor := make([]float64, len(rounds))
+	fmt.Fprintf(w, "\n%d rounds (the tables above are the median round's, marked *):\n", len(rounds))
+	for i, rd := range rounds {
+		mark := " "
+		if rd.Median {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "  %s round %d: drover %.0f tasks/s, %.2f of contract-ops (overlapped, %.0f tasks/s), %.1f%% of the floor (overlapped, %.0f tasks/s)\n",
+			mark, i+1, rd.DroverTasksPerSec, rd.DroverOfOpsOverlappedPct/100, rd.OpsOverlappedTasksPerSec, rd.RatioOverlappedPct, rd.FloorOverlappedPerSec)
+		ops[i], floor[i] = rd.DroverOfOpsOverlappedPct/100, rd.RatioOverlappedPct
+	}
+	slices.Sort(ops)
+	slices.Sort(floor)
+	fmt.Fprintf(w, "  drover / contract-ops (overlapped): %.2f-%.2f, median %.2f; drover / floor (overlapped): %.1f-%.1f%%, median %.1f%%\n",
+		ops[0], ops[len(ops)-1], median(ops), floor[0], floor[len(floor)-1], median(floor))
+}
+
+// median is the median of sorted values (the mean of the middle two of an
+// even count).
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
