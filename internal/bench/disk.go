@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 )
 
@@ -14,12 +13,8 @@ import (
 // synced before the next, so the audit stream's events (five per task)
 // cannot be stored faster than AuditFloor for the cached phase's tasks.
 type Disk struct {
-	Writes int `json:"writes"`
-	// P50 and P99 are a write and its fsync.
-	P50   time.Duration `json:"-"`
-	P99   time.Duration `json:"-"`
-	P50US float64       `json:"p50_us"`
-	P99US float64       `json:"p99_us"`
+	// Writes is the distribution of a write and its fsync.
+	Writes Dist `json:"writes"`
 	// AuditFloor is five such writes per cached task, one after another:
 	// the least time the audit stream needs for the cached run's events.
 	AuditFloor  time.Duration `json:"-"`
@@ -51,10 +46,8 @@ func probeDisk(dir string, n, tasks int) (*Disk, error) {
 		}
 		took[i] = time.Since(start)
 	}
-	slices.Sort(took)
-	d := &Disk{Writes: n, P50: percentile(took, 50), P99: percentile(took, 99)}
-	d.P50US, d.P99US = float64(d.P50.Nanoseconds())/1000, float64(d.P99.Nanoseconds())/1000
-	d.AuditFloor = time.Duration(eventsPerCachedTask*tasks) * d.P50
+	d := &Disk{Writes: newDist(took)}
+	d.AuditFloor = time.Duration(eventsPerCachedTask*tasks) * d.Writes.P50
 	d.AuditFloorS = d.AuditFloor.Seconds()
 	return d, nil
 }

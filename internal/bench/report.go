@@ -286,7 +286,7 @@ func writeCached(w io.Writer, c *Cached) error {
 	}
 	if d := c.Disk; d != nil {
 		fmt.Fprintf(w, "  the store's disk: a 1 KiB write and its fsync take p50 %s, p99 %s (%d, one after another); the audit stream syncs its %d events per cached task one after another: at least %s for %d tasks\n",
-			round(d.P50), round(d.P99), d.Writes, eventsPerCachedTask, round(d.AuditFloor), c.Tasks)
+			round(d.Writes.P50), round(d.Writes.P99), d.Writes.N, eventsPerCachedTask, round(d.AuditFloor), c.Tasks)
 	}
 	if c.Ops.Elapsed > 0 {
 		return writeOps(w, "contract-ops (fully cached)", c.Ops.Ops)

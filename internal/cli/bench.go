@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -111,21 +112,19 @@ unless --keep.`,
 			if latency < 0 || cached < 0 {
 				return fmt.Errorf("--latency-tasks and --cached-tasks must not be negative (got %d and %d)", latency, cached)
 			}
-			if profile != "" {
-				f, err := os.Create(profile)
+			for _, pf := range []struct {
+				flag, path string
+				out        *io.Writer
+			}{{"--cpuprofile", profile, &cfg.CPUProfile}, {"--memprofile", memProfile, &cfg.MemProfile}} {
+				if pf.path == "" {
+					continue
+				}
+				f, err := os.Create(pf.path)
 				if err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
+					return fmt.Errorf("%s: %w", pf.flag, err)
 				}
 				defer f.Close()
-				cfg.CPUProfile = f
-			}
-			if memProfile != "" {
-				f, err := os.Create(memProfile)
-				if err != nil {
-					return fmt.Errorf("--memprofile: %w", err)
-				}
-				defer f.Close()
-				cfg.MemProfile = f
+				*pf.out = f
 			}
 			rep, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {

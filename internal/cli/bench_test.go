@@ -17,6 +17,7 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 		{"negative latency tasks", []string{"--latency-tasks", "-1"}, "must not be negative (got -1 and"},
 		{"negative cached tasks", []string{"--cached-tasks", "-2"}, "must not be negative (got 200 and -2)"},
 		{"no rounds", []string{"--rounds", "0"}, "--rounds must be at least 1 (got 0)"},
+		{"a profile that cannot be written", []string{"--memprofile", "no-such-dir/mem.prof"}, "--memprofile: open no-such-dir/mem.prof"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
