@@ -141,6 +141,18 @@ func AuditLastSeq(ctx context.Context, js jetstream.JetStream, names subjects.Na
 	return s.CachedInfo().State.LastSeq, nil
 }
 
+// terminalFilters are the audit subjects of workflow's terminal events,
+// one per terminal event type, whoever the actor.
+func terminalFilters(names subjects.Names, workflow string) []string {
+	var out []string
+	for _, et := range subjects.EventTypes {
+		if et.Terminal() {
+			out = append(out, names.AuditFilter(workflow, "", "", et))
+		}
+	}
+	return out
+}
+
 // Terminal is a task's terminal event.
 type Terminal struct {
 	Event subjects.AuditEvent
@@ -149,11 +161,12 @@ type Terminal struct {
 
 // FollowTerminal delivers the terminal events of workflow's tasks written
 // after sequence afterSeq, until fn returns false or ctx ends. It reads only
-// the workflow's system events (a subject filter), so its cost follows the
-// workflow, not the stream.
+// the workflow's terminal events (a subject filter per terminal type), so
+// its cost follows the workflow's tasks, not the stream or the events each
+// task writes.
 func FollowTerminal(ctx context.Context, js jetstream.JetStream, names subjects.Names, workflow string, afterSeq uint64, fn func(Terminal) bool) error {
 	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{names.AuditFilter(workflow, "", subjects.ActorSystem, "")},
+		FilterSubjects: terminalFilters(names, workflow),
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	}
 	if afterSeq > 0 {

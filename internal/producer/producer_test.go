@@ -2,6 +2,7 @@ package producer_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -186,6 +187,30 @@ func TestFollowTerminal(t *testing.T) {
 	require.Len(t, got, 5)
 	require.Equal(t, seen{"T0", subjects.EventTaskCompleted, 2}, got[0])
 	require.Equal(t, seen{"T3", subjects.EventTaskCancelled, s4}, got[4])
+}
+
+// The follower is delivered the terminal events' subjects only: a message
+// on a task_accepted subject is never read, whatever its body says, and a
+// task's other events cost the follower nothing.
+func TestFollowTerminalReadsOnlyTerminalSubjects(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	after, err := producer.AuditLastSeq(tb.ctx, tb.js, names)
+	require.NoError(t, err)
+	body, err := json.Marshal(subjects.AuditEvent{EventType: subjects.EventTaskCompleted, WorkflowID: "wf", TaskID: "T5"})
+	require.NoError(t, err)
+	_, err = tb.js.Publish(tb.ctx, names.AuditSubject("wf", "T5", subjects.ActorSystem, subjects.EventTaskAccepted), body)
+	require.NoError(t, err)
+	seq := tb.event("wf", "T6", subjects.EventTaskCompleted)
+
+	var got []string
+	err = producer.FollowTerminal(tb.ctx, tb.js, names, "wf", after, func(tm producer.Terminal) bool {
+		got = append(got, tm.Event.TaskID)
+		return tm.Seq != seq
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"T6"}, got, "a body claiming to be terminal on another subject is not read")
+
 }
 
 func TestFollowTerminalWaitsForNewEvents(t *testing.T) {
