@@ -246,6 +246,11 @@ func (b *bundle) checkSessions(killed ...string) []mergequeue.LogRecord {
 	defer cancel()
 	log, err := mergequeue.ReadLog(ctx, b.js, b.names, "main")
 	require.NoError(b.t, err)
+	if len(log) > 0 { // reading it leaves no consumer behind
+		st, err := b.js.Stream(ctx, b.names.LogStream())
+		require.NoError(b.t, err)
+		require.Zero(b.t, st.CachedInfo().State.Consumers, "ReadLog deletes its consumer")
+	}
 	open := ""
 	for i, r := range log {
 		switch r.Kind {

@@ -54,13 +54,29 @@ func ReadLog(ctx context.Context, js jetstream.JetStream, n Names, target string
 	if total == 0 {
 		return nil, nil
 	}
+	// One ordered consumer read as a stream of messages, deleted after:
+	// Next on an ordered consumer replaces it with a new one per call.
 	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{n.LogSubject(target)}})
 	if err != nil {
 		return nil, err
 	}
-	var out []LogRecord
+	defer func() {
+		if info := c.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), logReadWait)
+			_ = s.DeleteConsumer(dctx, info.Name)
+			cancel()
+		}
+	}()
+	it, err := c.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("mergequeue: log: %w", err)
+	}
+	defer it.Stop()
+	out := make([]LogRecord, 0, total)
 	for len(out) < total {
-		msg, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+		rctx, cancel := context.WithTimeout(ctx, logReadWait)
+		msg, err := it.Next(jetstream.NextContext(rctx))
+		cancel()
 		if err != nil {
 			return out, fmt.Errorf("mergequeue: log: %w", err)
 		}
@@ -72,3 +88,7 @@ func ReadLog(ctx context.Context, js jetstream.JetStream, n Names, target string
 	}
 	return out, nil
 }
+
+// logReadWait bounds the wait for one record of a merge log the stream
+// said it holds, and the consumer's deletion after.
+const logReadWait = 5 * time.Second

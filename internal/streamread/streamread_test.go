@@ -37,12 +37,16 @@ func TestOrderedConsumerReadsAndIsDeleted(t *testing.T) {
 			msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 			require.NoError(t, err)
 			require.Equal(t, "one", string(msg.Data()))
-			info, err := st.Info(ctx)
-			require.NoError(t, err)
-			require.Equal(t, 1, info.State.Consumers)
+			// nats.go replaces the consumer OrderedConsumer created on the
+			// first fetch and deletes that one in the background: wait for
+			// it, so one consumer is left, the one DeleteConsumer names.
+			require.Eventually(t, func() bool {
+				info, err := st.Info(ctx)
+				return err == nil && info.State.Consumers == 1
+			}, 10*time.Second, 10*time.Millisecond, "one consumer left after nats.go's own replacement")
 
 			streamread.DeleteConsumer(ctx, tc.del, cons)
-			info, err = st.Info(ctx)
+			info, err := st.Info(ctx)
 			require.NoError(t, err)
 			require.Zero(t, info.State.Consumers, "deleted at once, not left to the inactivity threshold")
 		})
