@@ -17,9 +17,9 @@ type benchRound struct {
 // Round is one round's throughput and Drover's ratios, as the report lists
 // them when there is more than one.
 type Round struct {
-	DroverTasksPerSec        float64 `json:"drover_tasks_per_s"`
-	OpsOverlappedTasksPerSec float64 `json:"contract_ops_overlapped_tasks_per_s"`
-	FloorOverlappedPerSec    float64 `json:"floor_overlapped_tasks_per_s"`
+	DroverTasksPerSec          float64 `json:"drover_tasks_per_s"`
+	OpsOverlappedTasksPerSec   float64 `json:"contract_ops_overlapped_tasks_per_s"`
+	FloorOverlappedTasksPerSec float64 `json:"floor_overlapped_tasks_per_s"`
 	// DroverOfOpsOverlappedPct and RatioOverlappedPct are Drover's
 	// throughput as a percentage of overlapped contract-ops' and of the
 	// overlapped floor's in this round.
@@ -60,12 +60,12 @@ func (r *Report) setRounds(rounds []benchRound) {
 	r.Rounds = make([]Round, len(rounds))
 	for i, rd := range rounds {
 		r.Rounds[i] = Round{
-			DroverTasksPerSec:        rd.Drover.TasksPerSec,
-			OpsOverlappedTasksPerSec: rd.OpsOverlapped.TasksPerSec,
-			FloorOverlappedPerSec:    rd.FloorOverlapped.TasksPerSec,
-			DroverOfOpsOverlappedPct: pct(rd.Drover, rd.OpsOverlapped),
-			RatioOverlappedPct:       pct(rd.Drover, rd.FloorOverlapped),
-			Median:                   i == m,
+			DroverTasksPerSec:          rd.Drover.TasksPerSec,
+			OpsOverlappedTasksPerSec:   rd.OpsOverlapped.TasksPerSec,
+			FloorOverlappedTasksPerSec: rd.FloorOverlapped.TasksPerSec,
+			DroverOfOpsOverlappedPct:   pct(rd.Drover, rd.OpsOverlapped),
+			RatioOverlappedPct:         pct(rd.Drover, rd.FloorOverlapped),
+			Median:                     i == m,
 		}
 	}
 }
@@ -84,7 +84,7 @@ func writeRounds(w io.Writer, rounds []Round) {
 			mark = "*"
 		}
 		fmt.Fprintf(w, "  %s round %d: drover %.0f tasks/s, %.2f of contract-ops (overlapped, %.0f tasks/s), %.1f%% of the floor (overlapped, %.0f tasks/s)\n",
-			mark, i+1, rd.DroverTasksPerSec, rd.DroverOfOpsOverlappedPct/100, rd.OpsOverlappedTasksPerSec, rd.RatioOverlappedPct, rd.FloorOverlappedPerSec)
+			mark, i+1, rd.DroverTasksPerSec, rd.DroverOfOpsOverlappedPct/100, rd.OpsOverlappedTasksPerSec, rd.RatioOverlappedPct, rd.FloorOverlappedTasksPerSec)
 		ops[i], floor[i] = rd.DroverOfOpsOverlappedPct/100, rd.RatioOverlappedPct
 	}
 	slices.Sort(ops)
