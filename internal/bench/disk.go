@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -32,7 +31,7 @@ func probeDisk(dir string, n, tasks int) (*Disk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: disk probe: %w", err)
 	}
-	defer os.Remove(filepath.Clean(f.Name()))
+	defer os.Remove(f.Name())
 	defer f.Close()
 	buf := make([]byte, 1024)
 	took := make([]time.Duration, n)

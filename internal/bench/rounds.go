@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -41,15 +42,7 @@ func (r *Report) setRounds(rounds []benchRound) {
 		order[i] = i
 	}
 	ratio := func(i int) float64 { return pct(rounds[i].Drover, rounds[i].OpsOverlapped) }
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch ra, rb := ratio(a), ratio(b); {
-		case ra < rb:
-			return -1
-		case ra > rb:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ratio(a), ratio(b)) })
 	m := order[(len(order)-1)/2]
 	rd := rounds[m]
 	r.Drover, r.Writes = rd.Drover, rd.Writes
