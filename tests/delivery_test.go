@@ -18,10 +18,9 @@ import (
 
 // fakeDeliverer delivers by the task ID: ok-* completes with a URL,
 // park-* parks awaiting_merge, fail-* fails with pr_failed.
-type fakeDeliverer struct{ calls chan pipeline.DeliveryRequest }
+type fakeDeliverer struct{}
 
-func (f *fakeDeliverer) Deliver(_ context.Context, d pipeline.DeliveryRequest) (pipeline.DeliveryResult, error) {
-	f.calls <- d
+func (fakeDeliverer) Deliver(_ context.Context, d pipeline.DeliveryRequest) (pipeline.DeliveryResult, error) {
 	switch d.Task[:2] {
 	case "ok":
 		return pipeline.Delivered(map[string]any{"url": "https://forge.invalid/pr/1"}), nil
@@ -41,7 +40,7 @@ func (f *fakeDeliverer) Deliver(_ context.Context, d pipeline.DeliveryRequest) (
 func TestDeliveryHook(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	d := &fakeDeliverer{calls: make(chan pipeline.DeliveryRequest, 16)}
+	d := fakeDeliverer{}
 	w := b.startWorker(worker.Config{Concurrency: 2, Runners: runner.SimSet(runner.NewSim(runner.SimOptions{})), Deliverer: d})
 	after := b.submit(task("dh", "ok-1"), task("dh", "fail-1"))
 	got := b.waitTerminal("dh", after, 2)

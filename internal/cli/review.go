@@ -19,6 +19,7 @@ import (
 	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/review"
 	"github.com/droverhq/drover/internal/state"
+	"github.com/droverhq/drover/internal/table"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -111,20 +112,13 @@ func writeReviewTable(w io.Writer, waiting []state.Task, now time.Time) error {
 		if !l.ExpiresAt.IsZero() {
 			expires = "in " + l.ExpiresAt.Sub(now).Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%s\t%s\t%s\n", redact.Terminal(l.Workflow), redact.Terminal(l.Task), l.Mode, l.Attempt,
-			now.Sub(l.RequestedAt).Round(time.Second), expires, redact.Terminal(orDash(l.Branch)))
+		fmt.Fprintf(tw, "%s/%s\t%s\t%d\t%s\t%s\t%s\n", table.Cell(l.Workflow), table.Cell(l.Task), l.Mode, l.Attempt,
+			now.Sub(l.RequestedAt).Round(time.Second), expires, table.Cell(l.Branch))
 	}
 	if len(waiting) == 0 {
 		fmt.Fprintln(tw, "(nothing awaits review)")
 	}
 	return tw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func newReviewShowCmd(g *globals) *cobra.Command {
@@ -188,7 +182,7 @@ func reviewShow(ctx context.Context, g *globals, ref taskRef) error {
 	l := reviewItem(t, time.Now())
 	fmt.Fprintf(out, "task      %s\nstate     %s (revision %d)\n", redact.Terminal(ref.String()), t.State, t.Revision)
 	if t.State == subjects.StateAwaitingReview {
-		fmt.Fprintf(out, "review    %s, attempt %d, waiting %s\n", l.Mode, t.Attempt, time.Duration(l.WaitingS*float64(time.Second)))
+		fmt.Fprintf(out, "review    %s, attempt %d, waiting %s\n", l.Mode, t.Attempt, time.Since(l.RequestedAt).Round(time.Second))
 	} else if t.Review != nil && t.Review.Decision != "" {
 		fmt.Fprintf(out, "review    %s by %s\n", past(t.Review.Decision), redact.Terminal(t.Review.Reviewer))
 	}

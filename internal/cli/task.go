@@ -208,8 +208,6 @@ func taskTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
-// stateBucket opens the deployment's state bucket, saying what a missing
-// one most likely means.
 // withState connects for the command what (named in errors), opens the
 // state bucket and runs fn with it; the connection is closed after.
 func (g *globals) withState(ctx context.Context, what string, fn func(kv jetstream.KeyValue) error) error {
@@ -236,6 +234,8 @@ func jsonLines[T any](w io.Writer, items []T) error {
 	return nil
 }
 
+// stateBucket opens the deployment's state bucket, saying what a missing
+// one most likely means.
 func (c *client) stateBucket(ctx context.Context, g *globals) (jetstream.KeyValue, error) {
 	kv, err := c.js.KeyValue(ctx, g.names.StateBucket())
 	if errors.Is(err, jetstream.ErrBucketNotFound) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/streamread"
 )
 
 // Kinds of LogRecord.
@@ -56,17 +58,11 @@ func ReadLog(ctx context.Context, js jetstream.JetStream, n Names, target string
 	}
 	// One ordered consumer read as a stream of messages, deleted after:
 	// Next on an ordered consumer replaces it with a new one per call.
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{n.LogSubject(target)}})
+	c, err := streamread.OrderedConsumer(ctx, js, n.LogStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{n.LogSubject(target)}})
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if info := c.CachedInfo(); info != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), logReadWait)
-			_ = s.DeleteConsumer(dctx, info.Name)
-			cancel()
-		}
-	}()
+	defer streamread.DeleteConsumer(ctx, s, c)
 	it, err := c.Messages()
 	if err != nil {
 		return nil, fmt.Errorf("mergequeue: log: %w", err)
@@ -90,5 +86,5 @@ func ReadLog(ctx context.Context, js jetstream.JetStream, n Names, target string
 }
 
 // logReadWait bounds the wait for one record of a merge log the stream
-// said it holds, and the consumer's deletion after.
+// said it holds.
 const logReadWait = 5 * time.Second

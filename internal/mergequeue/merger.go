@@ -246,21 +246,21 @@ func (m *Merger) answer(ctx context.Context, items, skip []*item, good []Entry, 
 	}
 	for _, it := range skip {
 		rec.Skipped = append(rec.Skipped, it.e.Key())
+		m.skipped.Add(1) // counted before the sink hears of it: a stat never lags the event
 		outcome[it.e.Key()] = m.sink.Merged(ctx, it.e, m.cfg.Target, base)
-		m.skipped.Add(1)
 	}
 	for _, e := range good {
 		rec.Merged = append(rec.Merged, e.Key())
-		outcome[e.Key()] = m.sink.Merged(ctx, e, m.cfg.Target, head)
 		m.merged.Add(1)
+		outcome[e.Key()] = m.sink.Merged(ctx, e, m.cfg.Target, head)
 	}
 	for _, c := range bad {
 		rec.Back = append(rec.Back, c.entry.Key())
 		if err := m.repo.DeleteBranch(ctx, c.entry.Branch, c.entry.Head); err != nil {
 			m.log.Warn("deleting a sent-back branch", "branch", c.entry.Branch, "err", err)
 		}
-		outcome[c.entry.Key()] = m.sink.SendBack(ctx, c.entry, m.feedback(c, head), head)
 		m.sentBack.Add(1)
+		outcome[c.entry.Key()] = m.sink.SendBack(ctx, c.entry, m.feedback(c, head), head)
 	}
 	m.record(ctx, rec)
 	for _, it := range items {

@@ -137,7 +137,13 @@ func (p *Pipeline) FailParked(ctx context.Context, cur state.Task, want string, 
 	if err != nil {
 		return state.Task{}, err
 	}
-	out := p.fail(ctx, t, t.st.Attempt, reason, text, p.notes(t, notes), func(s *subjects.TaskState) { s.Request = nil })
+	return p.failParked(ctx, t, reason, text, p.notes(t, notes), func(s *subjects.TaskState) { s.Request = nil })
+}
+
+// failParked fails the parked task t with reason, committing keep and
+// items with the failure, and returns its state after.
+func (p *Pipeline) failParked(ctx context.Context, t *taskRun, reason subjects.Reason, text string, items []subjects.OutboxItem, keep func(*subjects.TaskState)) (state.Task, error) {
+	out := p.fail(ctx, t, t.st.Attempt, reason, text, items, keep)
 	if out.Action != Term {
 		return state.Task{}, decidedErr(out.Err)
 	}
@@ -158,13 +164,9 @@ func (p *Pipeline) RetryParked(ctx context.Context, cur state.Task, want, kind, 
 		return state.Task{}, err
 	}
 	if t.st.Attempt >= t.req.MaxAttempts {
-		out := p.fail(ctx, t, t.st.Attempt, subjects.ReasonMaxAttempts,
+		return p.failParked(ctx, t, subjects.ReasonMaxAttempts,
 			fmt.Sprintf("attempt %d, the last allowed, was sent back; last feedback: %s", t.st.Attempt, feedback),
 			p.notes(t, notes), func(s *subjects.TaskState) { s.Request = nil })
-		if out.Action != Term {
-			return state.Task{}, decidedErr(out.Err)
-		}
-		return state.Task{TaskState: t.st, Revision: t.rev}, nil
 	}
 	return p.sendOn(ctx, t, kind, notes, func(s *subjects.TaskState) {
 		s.Stage, s.Attempt, s.Feedback, s.Result = string(subjects.RoleImplementer), t.st.Attempt+1, feedback, nil

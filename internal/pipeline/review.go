@@ -83,9 +83,10 @@ func (t *taskRun) review() *ReviewDecision {
 // metadata reviewer and comment), then approve sends the task on to
 // delivery and reject back to its implementer with the comment as
 // feedback, exactly like a judge's rejection (a rejected last attempt
-// fails with max_attempts). A task no longer awaiting review, or whose
-// state moved since cur, returns ErrAlreadyDecided when a decision was
-// recorded, else ErrNotParked.
+// fails with max_attempts). A cur no longer awaiting review returns
+// ErrAlreadyDecided when a decision was recorded, else ErrNotParked; a
+// task whose state moved since cur (the compare-and-set lost) returns
+// ErrAlreadyDecided, which a caller answers by reading the state again.
 func (p *Pipeline) DecideReview(ctx context.Context, cur state.Task, d ReviewDecision) (state.Task, error) {
 	if cur.State != subjects.StateAwaitingReview {
 		if cur.Review != nil && cur.Review.Decision != "" {
@@ -125,13 +126,9 @@ func (p *Pipeline) DecideReview(ctx context.Context, cur state.Task, d ReviewDec
 	}
 	if t.st.Attempt >= t.req.MaxAttempts {
 		p.learn(ctx, t, subjects.RoleJudge, t.st.Attempt, "rejected", fmt.Sprintf("a person rejected attempt %d, the last allowed", t.st.Attempt), d.Comment, subjects.EventReviewDecided)
-		out := p.fail(ctx, t, t.st.Attempt, subjects.ReasonMaxAttempts,
+		return p.failParked(ctx, t, subjects.ReasonMaxAttempts,
 			fmt.Sprintf("the reviewer rejected attempt %d, the last allowed; comment: %s", t.st.Attempt, d.Comment),
 			p.notes(t, []Note{note}), func(s *subjects.TaskState) { record(s); s.Request = nil })
-		if out.Action != Term {
-			return state.Task{}, decidedErr(out.Err)
-		}
-		return state.Task{TaskState: t.st, Revision: t.rev}, nil
 	}
 	return p.sendOn(ctx, t, "review", []Note{note}, func(s *subjects.TaskState) {
 		record(s)
