@@ -235,7 +235,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Tracer:       tracer,
 		Ledger:       led,
 		Workspace:    workspaceConfig(f),
-		Delivery:     f.delivery.mode,
+		Delivery:     pipeline.DeliveryMode(f.delivery.mode),
 		Merge:        f.mergeq.merge,
 		PullRequests: prs,
 		Pipeline: pipeline.Config{

@@ -60,7 +60,7 @@ func (c Config) WithDefaults() Config {
 
 // Validate reports the first field that cannot work, by name and value.
 func (c Config) Validate() error {
-	if err := subjects.ValidBranch(c.Target); err != nil || c.Target == "" {
+	if err := subjects.ValidBranch(c.Target); err != nil {
 		return fmt.Errorf("%w: merge.target %.80q: a branch name is required", ErrInvalidConfig, c.Target)
 	}
 	if c.Batch < 0 || c.Batch > 256 {

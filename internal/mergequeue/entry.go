@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -33,22 +34,10 @@ func (e Entry) Validate() error {
 		return fmt.Errorf("%w: workflow and task are required", ErrInvalidEntry)
 	case subjects.ValidBranch(e.Branch) != nil, subjects.ValidBranch(e.Target) != nil:
 		return fmt.Errorf("%w: branch %.80q or target %.80q", ErrInvalidEntry, e.Branch, e.Target)
-	case !isSHA(e.Head):
+	case !workspace.IsSHA(e.Head):
 		return fmt.Errorf("%w: head %.80q is not a commit id", ErrInvalidEntry, e.Head)
 	}
 	return nil
-}
-
-func isSHA(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Enqueue puts e in its target's queue. The message id is e.Key(), so the

@@ -8,24 +8,20 @@ import (
 
 	"github.com/droverhq/drover/internal/mergequeue"
 	"github.com/droverhq/drover/internal/pipeline"
-	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/workspace"
 )
 
-// DeliveryMerge is Config.Delivery's value for the merge queue.
-const DeliveryMerge = "merge"
-
 // checkDelivery refuses a delivery mode the worker cannot run.
 func checkDelivery(cfg Config) error {
-	switch cfg.Delivery {
-	case "", "branch", "pull_request":
-		return nil
-	case DeliveryMerge:
+	switch {
+	case cfg.Delivery == pipeline.DeliveryMerge:
 		if !cfg.Workspace.Enabled() {
 			return fmt.Errorf("%w: delivery merge needs workspaces (workspace.repo)", mergequeue.ErrInvalidConfig)
 		}
 		return cfg.Merge.Validate()
+	case cfg.Delivery == "" || cfg.Delivery.Valid():
+		return nil
 	}
 	return fmt.Errorf("%w: delivery %.40q: must be branch, merge or pull_request", mergequeue.ErrInvalidConfig, cfg.Delivery)
 }
@@ -41,8 +37,7 @@ func (w *Worker) mergeDeliverer(m *workspace.Manager) pipeline.Deliverer {
 func (w *Worker) startMerger(ctx context.Context, p *pipeline.Pipeline, st *state.Store, m *workspace.Manager) (stop func(), err error) {
 	// The feedback sent back to an agent masks the repository's
 	// credentials, as the workspace errors do.
-	cfg := m.Config()
-	red := redact.New(append(redact.URLSecrets(cfg.Repo), redact.URLSecrets(cfg.PushRemote)...)...)
+	red := repoRedactor(m.Config())
 	mq, err := mergequeue.New(ctx, w.js, mergequeue.NewNames(w.cfg.Names), w.cfg.Merge, mergequeue.GitRepo{M: m},
 		mergequeue.PipelineSink{P: p, State: st}, holderName(w.id), red, w.cfg.Log)
 	if err != nil {

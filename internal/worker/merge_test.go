@@ -35,7 +35,7 @@ func (b *wsBundle) startMerging(t *testing.T, set runner.Set, dir string) {
 		Consumer:  broker.ConsumerSettings{AckWait: 5 * time.Second},
 		Pipeline:  pipeline.Config{RetryBase: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
 		Workspace: workspace.Config{Repo: b.repo, Dir: dir, Push: true, PushDelay: 20 * time.Millisecond},
-		Delivery:  worker.DeliveryMerge,
+		Delivery:  pipeline.DeliveryMerge,
 		Merge:     mergequeue.Config{Target: "main", LeaseTTL: 2 * time.Second},
 	})
 	require.NoError(t, err)

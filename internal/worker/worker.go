@@ -87,10 +87,10 @@ type Config struct {
 	// holds more worktrees than its pool has slots, plus those kept.
 	Workspace workspace.Config
 	// Delivery is what an approved task's branch becomes: "" or "branch"
-	// (pushed when Workspace.Push), or DeliveryMerge (the merge queue of
-	// Merge.Target; needs workspaces). Merge configures the queue. An
-	// explicit Deliverer wins over the merge queue's.
-	Delivery string
+	// (pushed when Workspace.Push), or pipeline.DeliveryMerge (the merge
+	// queue of Merge.Target; needs workspaces). Merge configures the
+	// queue. An explicit Deliverer wins over the merge queue's.
+	Delivery pipeline.DeliveryMode
 	Merge    mergequeue.Config
 	// PullRequests, when set, is the Deliverer (delivery pull_request):
 	// each pushed branch gets its pull request opened, or updated when the
@@ -295,7 +295,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		switch {
 		case w.cfg.PullRequests != nil:
 			deps.Deliverer = newPullRequests(w.cfg.PullRequests, w.cfg.Workspace.BaseRef)
-		case w.cfg.Delivery == DeliveryMerge && w.cfg.Deliverer == nil:
+		case w.cfg.Delivery == pipeline.DeliveryMerge && w.cfg.Deliverer == nil:
 			deps.Deliverer = w.mergeDeliverer(m)
 		}
 	}
@@ -307,7 +307,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 	h.store = &w.store
 	p := h.pipeline(w.cfg.Consumer.MaxDeliver)
 	w.pipe.Store(p)
-	if m := w.ws.Load(); m != nil && w.cfg.Delivery == DeliveryMerge {
+	if m := w.ws.Load(); m != nil && w.cfg.Delivery == pipeline.DeliveryMerge {
 		stopMerger, err := w.startMerger(ctx, p, deps.State, m)
 		if err != nil {
 			return err

@@ -36,8 +36,13 @@ type workspaces struct {
 
 func newWorkspaces(m *workspace.Manager) *workspaces {
 	cfg := m.Config()
-	secrets := append(redact.URLSecrets(cfg.Repo), redact.URLSecrets(cfg.PushRemote)...)
-	return &workspaces{m: m, push: cfg.Push, keepFailed: cfg.KeepFailed, red: redact.New(secrets...)}
+	return &workspaces{m: m, push: cfg.Push, keepFailed: cfg.KeepFailed, red: repoRedactor(cfg)}
+}
+
+// repoRedactor masks the credentials in the repository's and the push
+// remote's URLs.
+func repoRedactor(cfg workspace.Config) *redact.Redactor {
+	return redact.New(append(redact.URLSecrets(cfg.Repo), redact.URLSecrets(cfg.PushRemote)...)...)
 }
 
 // errOf maps err (workspaceErr) and masks the URLs' credentials in its

@@ -226,7 +226,7 @@ func (w *Workspace) Apply(ctx context.Context, p Patch, t Trailers) (Change, err
 // remote, with parent as its only parent and tree as its tree: the commit
 // Apply would make, made before.
 func (m *Manager) onBranch(ctx context.Context, branch, head, parent, tree string) bool {
-	if !isSHA(head) {
+	if !IsSHA(head) {
 		return false
 	}
 	tips, err := m.git.out(ctx, "", "--git-dir", m.mirror, "for-each-ref", "--format=%(objectname)",
@@ -266,7 +266,7 @@ func (m *Manager) applyTree(ctx context.Context, base string, p Patch) (string, 
 	if err != nil {
 		return "", fmt.Errorf("workspace: write-tree: %w", err)
 	}
-	if isSHA(p.Head) {
+	if IsSHA(p.Head) {
 		if want, err := run(nil, "rev-parse", "-q", "--verify", p.Head+"^{tree}"); err == nil {
 			if want != tree {
 				return "", fmt.Errorf("%w: the result's tree %.12s is not the recorded head's %.12s", ErrPatchDoesNotApply, tree, want)
@@ -354,7 +354,7 @@ func patchBlobs(patch []byte) []string {
 		if rest, ok := strings.CutPrefix(line, "index "); ok {
 			if from, to, ok := strings.Cut(rest, ".."); ok {
 				to, _, _ = strings.Cut(to, " ")
-				if isSHA(from) && isSHA(to) {
+				if IsSHA(from) && IsSHA(to) {
 					ids = append(ids, to)
 				}
 			}

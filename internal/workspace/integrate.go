@@ -29,14 +29,6 @@ func (m *Manager) TargetHead(ctx context.Context, target string) (string, error)
 	return m.git.out(ctx, "", "--git-dir", m.mirror, "rev-parse", "-q", "--verify", "--end-of-options", "refs/remotes/origin/"+target+"^{commit}")
 }
 
-// Contains reports whether commit is an ancestor of (or equal to) tip.
-func (m *Manager) Contains(ctx context.Context, tip, commit string) bool {
-	return m.descends(ctx, commit, tip)
-}
-
-// HaveCommit makes sure the mirror holds sha, fetching it when it does not.
-func (m *Manager) HaveCommit(ctx context.Context, sha string) error { return m.haveCommit(ctx, sha) }
-
 // PushTarget moves the remote's branch target from old to commit with one
 // non-forced push guarded by a lease on old. A refusal because the target
 // moved is ErrTargetMoved.

@@ -42,7 +42,7 @@ func (m *Manager) Open(ctx context.Context, s Spec) (*Workspace, error) {
 	if err := subjects.ValidBranch(s.Branch); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	if !isSHA(s.Base) {
+	if !IsSHA(s.Base) {
 		return nil, fmt.Errorf("workspace: base %.80q is not a commit id", s.Base)
 	}
 	m.mu.Lock()
@@ -83,7 +83,7 @@ func (m *Manager) open1(ctx context.Context, w *Workspace, s Spec) error {
 		return err
 	}
 	start, replay := s.Base, s.Replay
-	if n := len(replay); n > 0 && isSHA(replay[n-1].Head) && m.descends(ctx, s.Base, replay[n-1].Head) {
+	if n := len(replay); n > 0 && IsSHA(replay[n-1].Head) && m.descends(ctx, s.Base, replay[n-1].Head) {
 		start, replay = replay[n-1].Head, nil // recorded here before: no need to re-apply
 	}
 	if err := m.checkout(ctx, w, start); err != nil {
@@ -348,7 +348,9 @@ func (m *Manager) pruneStale(ctx context.Context) error {
 	return nil
 }
 
-func isSHA(s string) bool {
+// IsSHA reports whether s is a full commit id: 40 (SHA-1) or 64 (SHA-256)
+// lower-case hex digits.
+func IsSHA(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false
 	}

@@ -28,7 +28,7 @@ func (m *Manager) Push(ctx context.Context, branch, head string) error {
 	if err := subjects.ValidBranch(branch); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	if !isSHA(head) {
+	if !IsSHA(head) {
 		return fmt.Errorf("workspace: head %.80q is not a commit id", head)
 	}
 	r := &pushReq{ctx: ctx, branch: branch, head: head, done: make(chan error, 1)}
