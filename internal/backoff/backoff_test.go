@@ -3,6 +3,7 @@ package backoff
 import (
 	"context"
 	"math"
+	"net/http"
 	"testing"
 	"time"
 
@@ -99,4 +100,31 @@ func TestSleep(t *testing.T) {
 		defer cancel()
 		require.ErrorIs(t, Sleep(ctx, time.Hour), context.DeadlineExceeded)
 	})
+}
+
+func TestRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, false},
+		{"1", time.Second, true},
+		{" 120 ", 2 * time.Minute, true},
+		{"0", 0, true},
+		{"-1", 0, false},
+		{"soon", 0, false},
+		{"1.5", 0, false},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+	} {
+		got, ok := RetryAfter(tc.in, now)
+		require.Equal(t, tc.ok, ok, "%q", tc.in)
+		require.Equal(t, tc.want, got, "%q", tc.in)
+	}
+	huge, ok := RetryAfter("99999999999999999", now)
+	require.True(t, ok)
+	require.Positive(t, huge)
 }

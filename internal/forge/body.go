@@ -105,10 +105,7 @@ func longestRun(s string, c rune) int {
 // dropControl drops control characters but tab and newline (a carriage
 // return would let text pose as a line of its own).
 func dropControl(r rune) rune {
-	if r == '\n' || r == '\t' {
-		return r
-	}
-	if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' || (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069') {
+	if redact.Control(r) || r == '\u2028' || r == '\u2029' {
 		return -1
 	}
 	return r

@@ -54,18 +54,6 @@ func WithRetry(p backoff.Policy, tries int) Option {
 	return func(c *Client) { c.retry, c.tries = p, max(tries, 1) }
 }
 
-// WithTimeout bounds one HTTP request (default DefaultTimeout).
-func WithTimeout(d time.Duration) Option {
-	return func(c *Client) {
-		if d > 0 {
-			c.hc.Timeout = d
-		}
-	}
-}
-
-// WithClock sets the clock rate-limit resets are measured with.
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
-
 // api is one forge's three calls.
 type api interface {
 	// auth sets the token and the forge's other request headers.
@@ -119,8 +107,24 @@ func New(cfg Config, token string, opts ...Option) (*Client, error) {
 // Config is the client's validated config.
 func (c *Client) Config() Config { return c.cfg }
 
-// Open opens the pull request of r.Branch, or updates the open one (title,
-// body, labels) when there is one already: calling it again for the same
+// repoPath is the repository's path under the GitHub and Gitea APIs.
+func (c *Client) repoPath() string {
+	owner, name, _ := strings.Cut(c.cfg.Repo, "/")
+	return "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name)
+}
+
+// draftTitle marks t as a draft with the forge's prefix when the config
+// asks for drafts (forges without a draft flag read it from the title).
+func (c *Client) draftTitle(prefix, t string) string {
+	if c.cfg.Draft {
+		return prefix + t
+	}
+	return t
+}
+
+// Open opens the pull request of r.Branch, or updates the open one (title
+// and body; labels and base too on GitHub and GitLab) when there is one
+// already: calling it again for the same
 // branch never opens a second request. Errors never hold the token.
 func (c *Client) Open(ctx context.Context, r Request) (subjects.PullRequestResult, error) {
 	pr, err := c.open(ctx, r)
@@ -263,13 +267,8 @@ func rateLimited(h http.Header) bool {
 // an HTTP date), else the rate limit's reset time (Unix seconds) when the
 // limit is spent; zero when it did not say.
 func (c *Client) rateWait(h http.Header) time.Duration {
-	if v := h.Get("Retry-After"); v != "" {
-		if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-			return time.Duration(min(s, int(MaxWait/time.Second))) * time.Second
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return max(t.Sub(c.now()), 0)
-		}
+	if d, ok := backoff.RetryAfter(h.Get("Retry-After"), c.now()); ok {
+		return min(d, MaxWait)
 	}
 	for _, p := range []string{"X-RateLimit-", "RateLimit-"} {
 		if h.Get(p+"Remaining") != "0" {

@@ -11,11 +11,11 @@
 // is the branch and updates it; only when there is none does it create
 // one, so a redelivered task never opens a second request.
 //
-// Errors: a request the forge refuses (422 and other 4xx) wraps
+// Errors: a request the forge refuses (422 and other 4xx but 408) wraps
 // ErrRejected, a token it does not accept (401, 403) wraps
 // ErrUnauthorized; both wrap ErrPermanent, which no retry can fix. Server
-// errors (5xx), network errors and rate limits (429, or 403 with the rate
-// limit spent) are retried with backoff within Open, honouring Retry-After
-// and X-RateLimit-Reset; when the tries run out the error wraps neither,
-// and the caller may try again later.
+// errors (5xx), a request timeout (408), network errors and rate limits
+// (429, or 403 with the rate limit spent) are retried with backoff within
+// Open, honouring Retry-After and X-RateLimit-Reset; when the tries run out
+// the error wraps neither, and the caller may try again later.
 package forge

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/droverhq/drover/subjects"
 )
@@ -43,17 +42,7 @@ func (g *gitea) auth(h http.Header, token string) {
 	h.Set("Accept", "application/json")
 }
 
-func (g *gitea) repoPath() string {
-	owner, name, _ := strings.Cut(g.c.cfg.Repo, "/")
-	return "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name)
-}
-
-func (g *gitea) title(t string) string {
-	if g.c.cfg.Draft {
-		return "WIP: " + t
-	}
-	return t
-}
+func (g *gitea) title(t string) string { return g.c.draftTitle("WIP: ", t) }
 
 // find lists the open pull requests page by page (Gitea's list has no
 // head filter) and takes the one from branch in the same repository.
@@ -61,7 +50,7 @@ func (g *gitea) find(ctx context.Context, branch string) (*subjects.PullRequestR
 	for page := 1; page <= giteaPages; page++ {
 		q := url.Values{"state": {"open"}, "page": {strconv.Itoa(page)}, "limit": {strconv.Itoa(giteaPage)}}
 		var pulls []giteaPull
-		if err := g.c.call(ctx, http.MethodGet, g.repoPath()+"/pulls", q, nil, &pulls); err != nil {
+		if err := g.c.call(ctx, http.MethodGet, g.c.repoPath()+"/pulls", q, nil, &pulls); err != nil {
 			return nil, err
 		}
 		for i := range pulls {
@@ -86,7 +75,7 @@ func (g *gitea) create(ctx context.Context, r Request) (*subjects.PullRequestRes
 		in["labels"] = ids
 	}
 	var pull giteaPull
-	if err := g.c.call(ctx, http.MethodPost, g.repoPath()+"/pulls", nil, in, &pull); err != nil {
+	if err := g.c.call(ctx, http.MethodPost, g.c.repoPath()+"/pulls", nil, in, &pull); err != nil {
 		return nil, err
 	}
 	return g.result(&pull), nil
@@ -95,7 +84,7 @@ func (g *gitea) create(ctx context.Context, r Request) (*subjects.PullRequestRes
 func (g *gitea) update(ctx context.Context, pr *subjects.PullRequestResult, r Request) (*subjects.PullRequestResult, error) {
 	in := map[string]any{"title": g.title(r.Title), "body": r.Body}
 	var pull giteaPull
-	if err := g.c.call(ctx, http.MethodPatch, g.repoPath()+"/pulls/"+strconv.Itoa(pr.Number), nil, in, &pull); err != nil {
+	if err := g.c.call(ctx, http.MethodPatch, g.c.repoPath()+"/pulls/"+strconv.Itoa(pr.Number), nil, in, &pull); err != nil {
 		return nil, err
 	}
 	return g.result(&pull), nil
@@ -111,7 +100,7 @@ func (g *gitea) labelIDs(ctx context.Context) ([]int64, error) {
 			ID   int64  `json:"id"`
 			Name string `json:"name"`
 		}
-		if err := g.c.call(ctx, http.MethodGet, g.repoPath()+"/labels", q, nil, &labels); err != nil {
+		if err := g.c.call(ctx, http.MethodGet, g.c.repoPath()+"/labels", q, nil, &labels); err != nil {
 			return nil, err
 		}
 		for _, l := range labels {

@@ -33,16 +33,11 @@ func (g *github) auth(h http.Header, token string) {
 }
 
 // repoPath is /repos/{owner}/{repo}, each part escaped.
-func (g *github) repoPath() string {
-	owner, name, _ := strings.Cut(g.c.cfg.Repo, "/")
-	return "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name)
-}
-
 func (g *github) find(ctx context.Context, branch string) (*subjects.PullRequestResult, error) {
 	owner, _, _ := strings.Cut(g.c.cfg.Repo, "/")
 	q := url.Values{"head": {owner + ":" + branch}, "state": {"open"}}
 	var pulls []githubPull
-	if err := g.c.call(ctx, http.MethodGet, g.repoPath()+"/pulls", q, nil, &pulls); err != nil {
+	if err := g.c.call(ctx, http.MethodGet, g.c.repoPath()+"/pulls", q, nil, &pulls); err != nil {
 		return nil, err
 	}
 	if len(pulls) == 0 {
@@ -54,7 +49,7 @@ func (g *github) find(ctx context.Context, branch string) (*subjects.PullRequest
 func (g *github) create(ctx context.Context, r Request) (*subjects.PullRequestResult, error) {
 	in := map[string]any{"title": r.Title, "head": r.Branch, "base": r.Base, "body": r.Body, "draft": g.c.cfg.Draft}
 	var pull githubPull
-	if err := g.c.call(ctx, http.MethodPost, g.repoPath()+"/pulls", nil, in, &pull); err != nil {
+	if err := g.c.call(ctx, http.MethodPost, g.c.repoPath()+"/pulls", nil, in, &pull); err != nil {
 		return nil, err
 	}
 	return pull.result(), g.label(ctx, pull.Number)
@@ -63,7 +58,7 @@ func (g *github) create(ctx context.Context, r Request) (*subjects.PullRequestRe
 func (g *github) update(ctx context.Context, pr *subjects.PullRequestResult, r Request) (*subjects.PullRequestResult, error) {
 	in := map[string]any{"title": r.Title, "body": r.Body, "base": r.Base}
 	var pull githubPull
-	if err := g.c.call(ctx, http.MethodPatch, g.repoPath()+"/pulls/"+strconv.Itoa(pr.Number), nil, in, &pull); err != nil {
+	if err := g.c.call(ctx, http.MethodPatch, g.c.repoPath()+"/pulls/"+strconv.Itoa(pr.Number), nil, in, &pull); err != nil {
 		return nil, err
 	}
 	return pull.result(), g.label(ctx, pull.Number)
@@ -76,5 +71,5 @@ func (g *github) label(ctx context.Context, number int) error {
 		return nil
 	}
 	in := map[string]any{"labels": g.c.cfg.Labels}
-	return g.c.call(ctx, http.MethodPost, g.repoPath()+"/issues/"+strconv.Itoa(number)+"/labels", nil, in, nil)
+	return g.c.call(ctx, http.MethodPost, g.c.repoPath()+"/issues/"+strconv.Itoa(number)+"/labels", nil, in, nil)
 }

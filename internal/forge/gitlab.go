@@ -34,12 +34,7 @@ func (g *gitlab) mrPath() string {
 	return "/projects/" + url.PathEscape(g.c.cfg.Repo) + "/merge_requests"
 }
 
-func (g *gitlab) title(t string) string {
-	if g.c.cfg.Draft {
-		return "Draft: " + t
-	}
-	return t
-}
+func (g *gitlab) title(t string) string { return g.c.draftTitle("Draft: ", t) }
 
 func (g *gitlab) find(ctx context.Context, branch string) (*subjects.PullRequestResult, error) {
 	q := url.Values{"source_branch": {branch}, "state": {"opened"}}

@@ -33,8 +33,7 @@ func client(t *testing.T, f *forgetest.Server, kind string, tok string, mod func
 	return c
 }
 
-// createPath and updatePath are the calls that open and update a request
-// on each forge.
+// paths are the calls that open and update a request on each forge.
 var paths = map[string]struct{ create, updateMethod, update string }{
 	forge.GitHub: {"/repos/acme/app/pulls", http.MethodPatch, "/repos/acme/app/pulls/1"},
 	forge.Gitea:  {"/api/v1/repos/acme/app/pulls", http.MethodPatch, "/api/v1/repos/acme/app/pulls/1"},

@@ -43,12 +43,17 @@ func Terminal(s string) string {
 	return b.String()
 }
 
-// unsafeRune reports whether r (n bytes long) must be escaped: a control
-// character but '\n' and '\t', a bidi control, or an invalid byte.
+// unsafeRune reports whether r (n bytes long) must be escaped: a Control
+// rune or an invalid byte.
 func unsafeRune(r rune, n int) bool {
+	return r == utf8.RuneError && n <= 1 || Control(r)
+}
+
+// Control reports whether r is a control character but '\n' and '\t', or
+// a bidi control: a rune untrusted text must not bring to a terminal or a
+// rendered page as it is.
+func Control(r rune) bool {
 	switch {
-	case r == utf8.RuneError && n <= 1:
-		return true
 	case r == '\n' || r == '\t':
 		return false
 	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):

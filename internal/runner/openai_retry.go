@@ -3,9 +3,7 @@ package runner
 import (
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -26,7 +24,7 @@ func (o *OpenAI) statusFailure(resp *http.Response, body string, keySet, keySent
 	code := resp.StatusCode
 	if code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500 {
 		f := &failure{err: fmt.Errorf("HTTP %s: %s", resp.Status, body), retryable: true}
-		f.retryAfter, f.hasAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		f.retryAfter, f.hasAfter = backoff.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return f
 	}
 	var hint string
@@ -50,30 +48,6 @@ func (o *OpenAI) statusFailure(resp *http.Response, body string, keySet, keySent
 // rate-limited together do not retry together.
 func (o *OpenAI) backoff(n int) time.Duration {
 	return backoff.Policy{Base: o.cfg.RetryBase, Max: o.cfg.RetryMax, Jitter: true}.Delay(n)
-}
-
-// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
-// date (a date in the past means now). ok is false when v is absent or
-// unreadable.
-func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		if secs > int64(math.MaxInt64/time.Second) {
-			return time.Duration(math.MaxInt64), true
-		}
-		return time.Duration(secs) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return max(t.Sub(now), 0), true
 }
 
 // excerpt reads a bounded part of r for an error message: the key

@@ -3,6 +3,7 @@ package forgetest
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -68,7 +69,7 @@ func (s *Server) github(w http.ResponseWriter, r *http.Request, raw []byte) {
 			return
 		}
 		for _, l := range in.Labels {
-			if !contains(p.Labels, l) {
+			if !slices.Contains(p.Labels, l) {
 				p.Labels = append(p.Labels, l)
 			}
 		}
@@ -76,13 +77,4 @@ func (s *Server) github(w http.ResponseWriter, r *http.Request, raw []byte) {
 	default:
 		s.errorf(w, r, http.StatusNotFound, "no such call")
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package forgetest
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -71,6 +72,11 @@ func (s *Server) gitlab(w http.ResponseWriter, r *http.Request, raw []byte) {
 		}
 		p.Title, p.Body, p.Base = *in.Title, *in.Description, *in.TargetBranch
 		p.Draft = strings.HasPrefix(p.Title, "Draft: ")
+		for _, l := range strings.Split(in.AddLabels, ",") {
+			if l != "" && !slices.Contains(p.Labels, l) {
+				p.Labels = append(p.Labels, l)
+			}
+		}
 		writeJSON(w, http.StatusOK, s.gitlabMR(p))
 	default:
 		s.errorf(w, r, http.StatusNotFound, "no such call")
