@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/natstest"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkAuditEventsPerTask(b *testing.B) {
 			for n := range b.N {
 				name := fmt.Sprintf("EVENTS_%s_%d", mode, n)
 				ctx := context.Background()
-				_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"},
+				_, err := broker.CreateStream(ctx, js, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"},
 					Storage: jetstream.FileStorage, AllowAtomicPublish: true})
 				require.NoError(b, err)
 				work := make(chan int)

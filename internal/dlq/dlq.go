@@ -51,15 +51,7 @@ type Entry struct {
 
 // Ref names the entry's task as "<workflow>/<task>", "_" standing for an
 // ID that could not be read.
-func (e Entry) Ref() string {
-	ref := func(id string) string {
-		if id == "" {
-			return subjects.Reserved
-		}
-		return id
-	}
-	return ref(e.Workflow) + "/" + ref(e.Task)
-}
+func (e Entry) Ref() string { return orReserved(e.Workflow) + "/" + orReserved(e.Task) }
 
 // Filter selects entries. Empty fields match anything.
 type Filter struct {

@@ -79,24 +79,36 @@ func orReserved(id string) string {
 	return id
 }
 
+// recorder writes a redrive's task_redriven events: the audit stream is
+// looked up once, and one publisher keeps the chain's heads across them.
+type recorder struct {
+	names  subjects.Names
+	stream jetstream.Stream
+	pub    *audit.Publisher
+}
+
+func newRecorder(ctx context.Context, js jetstream.JetStream, names subjects.Names) (*recorder, error) {
+	stream, err := js.Stream(ctx, names.AuditStream())
+	if err != nil {
+		return nil, fmt.Errorf("dlq: redrive: audit stream %s: %w", names.AuditStream(), err)
+	}
+	return &recorder{names: names, stream: stream, pub: audit.NewPublisher(js, names)}, nil
+}
+
 // record writes ev unless the last task_redriven of its task is ev
 // already (a redrive of the same entry retried after the audit stream's
 // duplicate window; inside it, Nats-Msg-Id makes the publish idempotent).
 // It is not fenced: the original request has ended, and a running task
 // of the same ID (a duplicate_id entry's) resyncs past a foreign event.
-func record(ctx context.Context, js jetstream.JetStream, names subjects.Names, ev *subjects.AuditEvent) error {
-	stream, err := js.Stream(ctx, names.AuditStream())
-	if err != nil {
-		return fmt.Errorf("dlq: redrive: audit stream %s: %w", names.AuditStream(), err)
-	}
-	last, err := stream.GetLastMsgForSubject(ctx, names.AuditSubject(ev.WorkflowID, ev.TaskID, ev.Actor, ev.EventType))
+func (r *recorder) record(ctx context.Context, ev *subjects.AuditEvent) error {
+	last, err := r.stream.GetLastMsgForSubject(ctx, r.names.AuditSubject(ev.WorkflowID, ev.TaskID, ev.Actor, ev.EventType))
 	switch {
 	case err == nil && last.Header.Get(subjects.HeaderMsgID) == ev.EventID:
 		return nil
 	case err != nil && !errors.Is(err, jetstream.ErrMsgNotFound):
 		return fmt.Errorf("dlq: redrive: look up %s: %w", ev.EventID, err)
 	}
-	if _, err := audit.NewPublisher(js, names).PublishEvent(ctx, ev, "", false, 0); err != nil {
+	if _, err := r.pub.PublishEvent(ctx, ev, "", false, 0); err != nil {
 		return fmt.Errorf("dlq: redrive: record: %w", err)
 	}
 	return nil

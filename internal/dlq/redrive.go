@@ -150,8 +150,15 @@ func Redrive(ctx context.Context, js jetstream.JetStream, names subjects.Names, 
 		return nil, err
 	}
 	out := make([]producer.Submitted, 0, len(plan))
+	if len(plan) == 0 {
+		return out, nil
+	}
+	rec, err := newRecorder(ctx, js, names)
+	if err != nil {
+		return nil, err
+	}
 	for _, p := range plan {
-		if err := record(ctx, js, names, RedrivenEvent(p, opts.Actor, time.Now())); err != nil {
+		if err := rec.record(ctx, RedrivenEvent(p, opts.Actor, time.Now())); err != nil {
 			return out, fmt.Errorf("dlq entry %d: %w (%d of %d submitted before it)", p.Entry.Seq, err, len(out), len(plan))
 		}
 		s, err := producer.Publish(ctx, js, names, p.Queue, p.Request)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -95,10 +96,10 @@ func resultOf(raw json.RawMessage) json.RawMessage {
 	if !bytes.Contains(raw, []byte(`"workspace"`)) || json.Unmarshal(raw, &m) != nil {
 		return raw
 	}
-	if _, ok := m[metaWorkspace]; !ok {
+	if _, ok := m[audit.MetaWorkspace]; !ok {
 		return raw
 	}
-	delete(m, metaWorkspace)
+	delete(m, audit.MetaWorkspace)
 	out, err := json.Marshal(m)
 	if err != nil {
 		return raw

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"sync/atomic"
 
+	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
@@ -97,15 +98,11 @@ func (r *Recorded) lookup(req runner.Request) (runner.Result, error) {
 		// The re-run's worktree gets the recorded change, as from a
 		// cache hit, so its branch has the recorded tree.
 		if ch := recordedChange(out.Metadata); ch != nil {
-			meta[metaWorkspace] = pipeline.RecordedChange(ch)
+			meta[audit.MetaWorkspace] = pipeline.RecordedChange(ch)
 		}
 	}
 	return runner.Result{Output: out.Output, Action: out.Action, Reasoning: out.Reasoning, Metadata: meta}, nil
 }
-
-// metaWorkspace is the metadata key of an implementer_change event's
-// recorded workspace change.
-const metaWorkspace = "workspace"
 
 // recordedChange returns the workspace change in a role event's metadata
 // (nil: none).

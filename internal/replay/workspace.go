@@ -58,16 +58,20 @@ func recordedBases(ctx context.Context, rec *Record, ids []string, ex Expander) 
 			if raw == nil {
 				continue
 			}
-			if ex != nil {
-				var err error
-				if raw, err = ex.Expand(ctx, raw); err != nil {
-					return nil, fmt.Errorf("task %s: the change of attempt %d: %w", id, a, err)
-				}
-			}
 			var ch struct {
 				Base string `json:"base"`
 			}
-			if err := json.Unmarshal(raw, &ch); err != nil || ch.Base == "" {
+			// The base is inline unless the whole change went to the blob
+			// store: only then is the blob worth fetching here.
+			err := json.Unmarshal(raw, &ch)
+			if ch.Base == "" && ex != nil {
+				full, xerr := ex.Expand(ctx, raw)
+				if xerr != nil {
+					return nil, fmt.Errorf("task %s: the change of attempt %d: %w", id, a, xerr)
+				}
+				err = json.Unmarshal(full, &ch)
+			}
+			if err != nil || ch.Base == "" {
 				return nil, fmt.Errorf("task %s: the change of attempt %d names no base", id, a)
 			}
 			if !slices.Contains(bases, ch.Base) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/workspace"
@@ -98,7 +99,7 @@ func TestRecordedServesTheRecordedChange(t *testing.T) {
 			tc.req.Task, tc.req.Plan = subjects.TaskRequest{ID: "a", Workflow: "w2"}, plan
 			res, err := r.Run(context.Background(), tc.req)
 			require.NoError(t, err)
-			v, ok := res.Metadata[metaWorkspace]
+			v, ok := res.Metadata[audit.MetaWorkspace]
 			if tc.want == "" {
 				require.False(t, ok, "%v", res.Metadata)
 				return
