@@ -6,14 +6,13 @@ import (
 	"github.com/droverhq/drover/internal/mergequeue"
 )
 
-// mergeFlags are serve's --merge-* flags (and --delivery), merged with the
-// file's delivery key and merge: block (merge.check.argv is in the file
-// only).
+// mergeFlags are serve's --merge-* flags, merged with the file's merge:
+// block (merge.check.argv and merge.max_feedback are in the file only).
 type mergeFlags struct {
 	merge mergequeue.Config
 }
 
-// addMergeFlags registers --delivery and the --merge-* flags.
+// addMergeFlags registers the --merge-* flags.
 func addMergeFlags(fl *pflag.FlagSet, d *mergeFlags) {
 	fl.StringVar(&d.merge.Target, "merge-target", "", "branch the merge queue merges approved branches into (delivery merge)")
 	fl.IntVar(&d.merge.Batch, "merge-batch", mergequeue.DefaultBatch, "most branches merged and pushed together")
@@ -22,8 +21,8 @@ func addMergeFlags(fl *pflag.FlagSet, d *mergeFlags) {
 	fl.DurationVar(&d.merge.LeaseTTL, "merge-lease-ttl", mergequeue.DefaultLeaseTTL, "how long a dead merger holds its target before another takes over")
 }
 
-// applyMergeFlags applies the file's delivery key and merge: block under
-// the flags: a flag set on the command line or by its variable wins.
+// applyMergeFlags applies the file's merge: block under the flags: a flag
+// set on the command line or by its variable wins.
 func applyMergeFlags(fs *pflag.FlagSet, d *mergeFlags, file mergequeue.Config) {
 	override(fs, "merge-target", &d.merge.Target, file.Target)
 	override(fs, "merge-batch", &d.merge.Batch, file.Batch)

@@ -48,7 +48,7 @@ type serveFlags struct {
 	// workspace: the --workspace-* flags, merged with the file's
 	// workspace: block (setup and cleanup commands come from the file only).
 	workspace   workspace.Config
-	mergeq      mergeFlags    // --delivery and --merge-*, with the file's delivery and merge: keys
+	mergeq      mergeFlags    // --merge-*, with the file's merge: keys
 	delivery    deliveryFlags // --delivery and --pr-*, merged with the file's keys
 	review      config.Review // --review*, with the file's review: block
 	console     bool

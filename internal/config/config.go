@@ -78,7 +78,7 @@ type File struct {
 	Delivery `yaml:",inline"`
 	// Merge configures the merge queue of delivery "merge" (see the
 	// README's Merge queue section); each key has a --merge-* flag but
-	// check.argv, which is in the file only.
+	// check.argv and max_feedback, which are in the file only.
 	Merge mergequeue.Config `yaml:"merge"`
 	// Review is the review gate: whether a person reviews approved tasks
 	// (see the README's Review section). Off by default.
