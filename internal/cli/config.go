@@ -234,7 +234,8 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 		return runner.Set{}, fmt.Errorf("config %s: %w", f.config, err) // only a file's roles can fail
 	}
 	// The worker's log gets the runners' secrets masked too.
-	g.log = slog.New(redact.New(file.Secrets(extra...)...).Handler(g.log.Handler()))
+	f.secrets = file.Secrets(extra...)
+	g.log = slog.New(redact.New(f.secrets...).Handler(g.log.Handler()))
 	slog.SetDefault(g.log)
 	timeouts := file.RoleTimeouts()
 	for _, r := range subjects.Roles {

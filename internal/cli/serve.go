@@ -49,6 +49,7 @@ type serveFlags struct {
 	// workspace: block (setup and cleanup commands come from the file only).
 	workspace   workspace.Config
 	mergeq      mergeFlags    // --merge-*, with the file's merge: keys
+	secrets     []string      // the config's secrets (applyConfig), masked in merge feedback too
 	delivery    deliveryFlags // --delivery and --pr-*, merged with the file's keys
 	review      config.Review // --review*, with the file's review: block
 	console     bool
@@ -237,6 +238,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Workspace:    workspaceConfig(f),
 		Delivery:     pipeline.DeliveryMode(f.delivery.mode),
 		Merge:        f.mergeq.merge,
+		Secrets:      f.secrets,
 		PullRequests: prs,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,

@@ -202,7 +202,7 @@ func (p *Pipeline) sendOn(ctx context.Context, t *taskRun, kind string, notes []
 	ws, err := p.d.State.GetWorkflow(ctx, t.req.Workflow)
 	switch {
 	case err != nil && !errors.Is(err, state.ErrNotFound):
-		return st, fmt.Errorf("%s/%s is paused for resumption, but its workflow could not be read (drover workflow resume publishes it): %w", t.req.Workflow, t.req.ID, err)
+		return st, fmt.Errorf("%s/%s is paused for resumption, but its workflow could not be read (drover workflow pause, then resume, publishes it): %w", t.req.Workflow, t.req.ID, err)
 	case err == nil && ws.State == subjects.StatePaused:
 		return st, nil
 	case err == nil && ws.State == subjects.StateCancelled:
@@ -210,7 +210,7 @@ func (p *Pipeline) sendOn(ctx context.Context, t *taskRun, kind string, notes []
 		return st, err
 	}
 	if err := p.republish(ctx, st, kind); err != nil {
-		return st, fmt.Errorf("%w (drover workflow resume %s publishes it again)", err, t.req.Workflow)
+		return st, fmt.Errorf("%w (drover workflow pause %[2]s, then resume %[2]s, publishes it again)", err, t.req.Workflow)
 	}
 	return st, nil
 }

@@ -36,8 +36,9 @@ func (w *Worker) mergeDeliverer(m *workspace.Manager) pipeline.Deliverer {
 // stop is called: it merges only while it holds the target's lease.
 func (w *Worker) startMerger(ctx context.Context, p *pipeline.Pipeline, st *state.Store, m *workspace.Manager) (stop func(), err error) {
 	// The feedback sent back to an agent masks the repository's
-	// credentials, as the workspace errors do.
-	red := repoRedactor(m.Config())
+	// credentials, as the workspace errors do, and the worker's secrets:
+	// the check runs with the worker's environment.
+	red := repoRedactor(m.Config(), w.cfg.Secrets...)
 	mq, err := mergequeue.New(ctx, w.js, mergequeue.NewNames(w.cfg.Names), w.cfg.Merge, mergequeue.GitRepo{M: m},
 		mergequeue.PipelineSink{P: p, State: st}, holderName(w.id), red, w.cfg.Log)
 	if err != nil {

@@ -92,6 +92,10 @@ type Config struct {
 	// queue. An explicit Deliverer wins over the merge queue's.
 	Delivery pipeline.DeliveryMode
 	Merge    mergequeue.Config
+	// Secrets are masked, with the repository's URL credentials, in what
+	// the merge check prints before it becomes an agent's feedback (the
+	// runners mask their own results).
+	Secrets []string
 	// PullRequests, when set, is the Deliverer (delivery pull_request):
 	// each pushed branch gets its pull request opened, or updated when the
 	// task is delivered again. It needs Workspace with Push on, and no

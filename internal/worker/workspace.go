@@ -40,9 +40,9 @@ func newWorkspaces(m *workspace.Manager) *workspaces {
 }
 
 // repoRedactor masks the credentials in the repository's and the push
-// remote's URLs.
-func repoRedactor(cfg workspace.Config) *redact.Redactor {
-	return redact.New(append(redact.URLSecrets(cfg.Repo), redact.URLSecrets(cfg.PushRemote)...)...)
+// remote's URLs, and secrets.
+func repoRedactor(cfg workspace.Config, secrets ...string) *redact.Redactor {
+	return redact.New(append(append(redact.URLSecrets(cfg.Repo), redact.URLSecrets(cfg.PushRemote)...), secrets...)...)
 }
 
 // errOf maps err (workspaceErr) and masks the URLs' credentials in its
