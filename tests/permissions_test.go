@@ -367,6 +367,10 @@ func TestConsolePermissionProfile(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, code, page)
 	require.Contains(t, page, "NATS user may not redrive dead letters")
 	require.Contains(t, page, "drover.audit.perm-con.F1.human.task_redriven")
+	code, page = ro.post(t, "/reviews/perm-con/F1/approve", nil)
+	require.Equal(t, http.StatusForbidden, code, page)
+	require.Contains(t, page, "NATS user may not decide reviews")
+	require.Contains(t, page, "drover.ctl.review.perm-con.F1")
 
 	// As console: redrive, pause, resume, cancel.
 	con := s.connect(t, "console")
@@ -420,6 +424,7 @@ func TestConsolePermissionProfile(t *testing.T) {
 	auditIntact(t, inv.js, before)
 
 	want := []string{"investigator drover.ctl.workflow.perm-con.pause", "investigator drover.audit.perm-con.F1.human.task_redriven",
+		"investigator drover.ctl.review.perm-con.F1",
 		"console drover.audit.perm-con.F1.system.task_completed", "console drover.audit.perm-con.F1.judge.task_redriven",
 		"console drover.dlq.default", "console drover.ctl.workflow.perm-con.purge",
 		"console $KV.drover_state.perm-con.F1", "console $KV.drover_cache.perm-con.F1",

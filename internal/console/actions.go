@@ -53,6 +53,25 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// controlRequest sends a control request on subject and returns the
+// worker's reply: a 403 when the console's NATS user may not publish it
+// (what names the action), else a 502 naming label when no worker answers.
+func (s *Server) controlRequest(ctx context.Context, what, subject string, body []byte, label string) (*nats.Msg, error) {
+	var msg *nats.Msg
+	err := s.guarded(ctx, what, func(subj string) bool { return subj == subject }, func(ctx context.Context) (err error) {
+		msg, err = s.nc.RequestWithContext(ctx, subject, body)
+		return err
+	})
+	var he httpError
+	if errors.As(err, &he) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, errStatus(http.StatusBadGateway, "%s: %v (is a worker running?)", label, err)
+	}
+	return msg, nil
+}
+
 func (s *Server) controlAction(w http.ResponseWriter, r *http.Request) error {
 	wf, action := r.PathValue("wf"), r.PathValue("action")
 	if err := subjects.ValidateID(wf); err != nil {
@@ -78,18 +97,9 @@ func (s *Server) controlAction(w http.ResponseWriter, r *http.Request) error {
 	body, _ := json.Marshal(ControlBody{Reason: reason, Actor: actorOf(sessionOf(r.Context()).user)})
 	ctx, cancel := context.WithTimeout(r.Context(), s.ctlWait)
 	defer cancel()
-	subject := s.names.CtlSubject(wf, action)
-	var msg *nats.Msg
-	err := s.guarded(ctx, action+" workflows", func(subj string) bool { return subj == subject }, func(ctx context.Context) (err error) {
-		msg, err = s.nc.RequestWithContext(ctx, subject, body)
-		return err
-	})
-	var he httpError
-	if errors.As(err, &he) {
-		return err
-	}
+	msg, err := s.controlRequest(ctx, action+" workflows", s.names.CtlSubject(wf, action), body, action+" "+wf)
 	if err != nil {
-		return errStatus(http.StatusBadGateway, "%s %s: %v (is a worker running?)", action, wf, err)
+		return err
 	}
 	var rep workflow.Reply
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/droverhq/drover/internal/blobs"
 	"github.com/droverhq/drover/internal/review"
 	"github.com/droverhq/drover/subjects"
@@ -40,13 +42,14 @@ func (s *Server) reviewsPage(w http.ResponseWriter, r *http.Request) error {
 	total := len(waiting)
 	waiting = waiting[:min(len(waiting), maxReviewsShown)]
 	views := make([]reviewView, 0, len(waiting))
+	rd := s.recordReader(ctx)
 	for _, t := range waiting {
 		v := reviewView{Workflow: t.Workflow, Task: t.Task, Attempt: t.Attempt, Since: t.UpdatedAt}
 		if t.Review != nil {
 			v.Mode, v.Since = t.Review.Mode, t.Review.RequestedAt
-			v.Verdict = prettyJSON(s.expand(ctx, t.Review.Verdict))
+			v.Verdict = prettyJSON(rd.expand(ctx, t.Review.Verdict))
 		}
-		patch, note := s.recordedPatch(ctx, t.Workflow, t.Task, t.Attempt)
+		patch, note := rd.recordedPatch(ctx, s.names, t.Workflow, t.Task, t.Attempt)
 		v.Diff, v.DiffTruncated = Highlight(patch)
 		v.DiffNote = note
 		views = append(views, v)
@@ -54,16 +57,30 @@ func (s *Server) reviewsPage(w http.ResponseWriter, r *http.Request) error {
 	return s.render(w, r, "reviews", "Reviews", "reviews", map[string]any{"Reviews": views, "Total": total}, nil)
 }
 
+// recordReader reads a page's records: the audit stream and the blob
+// store, each looked up once for the page (nil when it cannot be read).
+type recordReader struct {
+	audit jetstream.Stream
+	blobs *blobs.Store
+}
+
+func (s *Server) recordReader(ctx context.Context) recordReader {
+	var rd recordReader
+	if st, err := s.js.Stream(ctx, s.names.AuditStream()); err == nil {
+		rd.audit = st
+	}
+	if obj, err := s.js.ObjectStore(ctx, s.names.BlobStore()); err == nil {
+		rd.blobs = blobs.New(obj)
+	}
+	return rd
+}
+
 // expand fetches what a blob reference stands for; raw when it cannot.
-func (s *Server) expand(ctx context.Context, raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
+func (rd recordReader) expand(ctx context.Context, raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || rd.blobs == nil {
 		return raw
 	}
-	obj, err := s.js.ObjectStore(ctx, s.names.BlobStore())
-	if err != nil {
-		return raw
-	}
-	if full, err := blobs.New(obj).Expand(ctx, raw); err == nil {
+	if full, err := rd.blobs.Expand(ctx, raw); err == nil {
 		return full
 	}
 	return raw
@@ -71,12 +88,11 @@ func (s *Server) expand(ctx context.Context, raw json.RawMessage) json.RawMessag
 
 // recordedPatch is the patch the task's attempt recorded (its last
 // implementer_change), or a note saying why there is none.
-func (s *Server) recordedPatch(ctx context.Context, wf, task string, attempt int) (string, string) {
-	stream, err := s.js.Stream(ctx, s.names.AuditStream())
-	if err != nil {
+func (rd recordReader) recordedPatch(ctx context.Context, names subjects.Names, wf, task string, attempt int) (string, string) {
+	if rd.audit == nil {
 		return "", "the audit stream cannot be read"
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, s.names.AuditSubject(wf, task, subjects.ActorOf(subjects.RoleImplementer), subjects.EventImplementerChange))
+	m, err := rd.audit.GetLastMsgForSubject(ctx, names.AuditSubject(wf, task, subjects.ActorOf(subjects.RoleImplementer), subjects.EventImplementerChange))
 	if err != nil {
 		return "", "no recorded change (the task ran without a workspace)"
 	}
@@ -90,7 +106,7 @@ func (s *Server) recordedPatch(ctx context.Context, wf, task string, attempt int
 		return "", "no recorded change (the task ran without a workspace)"
 	}
 	var ch subjects.WorkspaceChange
-	if err := json.Unmarshal(s.expand(ctx, ev.Metadata.Workspace), &ch); err != nil {
+	if err := json.Unmarshal(rd.expand(ctx, ev.Metadata.Workspace), &ch); err != nil {
 		return "", "the recorded change cannot be read: drover task diff " + wf + "/" + task
 	}
 	patch, err := ch.PatchData()
@@ -127,9 +143,9 @@ func (s *Server) reviewAction(w http.ResponseWriter, r *http.Request) error {
 	b, _ := json.Marshal(body)
 	ctx, cancel := context.WithTimeout(r.Context(), s.ctlWait)
 	defer cancel()
-	msg, err := s.nc.RequestWithContext(ctx, s.names.ReviewSubject(wf, task), b)
+	msg, err := s.controlRequest(ctx, "decide reviews", s.names.ReviewSubject(wf, task), b, "review "+wf+"/"+task)
 	if err != nil {
-		return errStatus(http.StatusBadGateway, "review %s/%s: %v (is a worker running?)", wf, task, err)
+		return err
 	}
 	var rep subjects.ReviewReply
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {
