@@ -19,7 +19,7 @@ type builder struct {
 	tree   Tree
 	check  workspace.Command
 	rebase bool
-	steps  int // merges and checks run, for tests and stats
+	steps  int // merges and checks run (tests read it)
 }
 
 // apply merges es onto base in order and runs the check on the result; the
