@@ -61,9 +61,8 @@ func (d Deliverer) Deliver(ctx context.Context, r pipeline.DeliveryRequest) (pip
 
 // PipelineSink finishes parked tasks through the pipeline's delivery hook:
 // a merged task completes with output.delivery.merge = {target, commit,
-// branch, head},
-// a culprit goes back to its implementer with the feedback, pinned on the
-// new target head.
+// branch, head}, a culprit goes back to its implementer with the
+// feedback, pinned on the new target head.
 type PipelineSink struct {
 	P     *pipeline.Pipeline
 	State *state.Store
