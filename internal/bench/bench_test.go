@@ -68,7 +68,7 @@ func TestRun(t *testing.T) {
 	var text bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))
 	for _, label := range []string{"of the floor", "floor (sequential)", "floor (overlapped)",
-		"contract-ops (sequential)", "contract-ops (overlapped)", "per operation", "audit publish (fenced)", "allocs/task"} {
+		"contract-ops (sequential)", "contract-ops (overlapped)", "per operation", "audit publish (fenced)", "allocs/task", "GCs"} {
 		require.Contains(t, text.String(), label)
 	}
 	require.Contains(t, text.String(), "DROVER_BENCH_AUDIT")

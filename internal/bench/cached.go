@@ -122,6 +122,7 @@ func followRun(ctx context.Context, cfg Config, js jetstream.JetStream, wf strin
 		return Phase{}, fmt.Errorf("bench: %w", err)
 	}
 	submit, end := make([]time.Time, n), make([]time.Time, n)
+	collectHeap()
 	if err := submitTasks(ctx, cfg, js, wf, submit, scope); err != nil {
 		return Phase{}, err
 	}

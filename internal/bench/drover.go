@@ -220,6 +220,7 @@ func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *
 		}
 		return err
 	}
+	collectHeap()
 	if cfg.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
 			return Phase{}, fmt.Errorf("bench: cpu profile: %w", err)

@@ -116,6 +116,7 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 	wg.Add(1)
 	go func() { defer wg.Done(); r.fetchLoop(fetchCtx, ctx, cons, pl) }()
 	submit := make([]time.Time, r.cfg.Tasks)
+	collectHeap()
 	use := measure()
 	err = r.submit(ctx, jsP, submit)
 	if err == nil {

@@ -51,6 +51,9 @@ type Phase struct {
 	// own work allocates is the difference to contract-ops.
 	AllocsPerTask     float64 `json:"allocs_per_task"`
 	AllocBytesPerTask float64 `json:"alloc_bytes_per_task"`
+	// GCCycles is how many garbage collections the process ran during the
+	// phase. Every timed phase starts from a collected heap.
+	GCCycles uint64 `json:"gc_cycles"`
 	// WritesPerTask counts stored writes per task, the request included
 	// (the raw phases; the Drover phase has Report.Writes).
 	WritesPerTask float64 `json:"writes_per_task,omitempty"`
@@ -138,6 +141,7 @@ func (ph *Phase) setUsage(u usage, n int) {
 	}
 	ph.AllocsPerTask = float64(u.allocs) / float64(n)
 	ph.AllocBytesPerTask = float64(u.bytes) / float64(n)
+	ph.GCCycles = u.gcs
 	cpu := u.cpu
 	if cpu <= 0 {
 		return
@@ -190,10 +194,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "drover bench: %d tasks, pool %d, sync %s, %s server, %s, GOMAXPROCS %d (%d CPUs)\n\n",
 		r.Tasks, r.Concurrency, r.Sync, r.Server, r.GoVersion, r.GOMAXPROCS, r.NumCPU)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\ttasks/s\tp50\tp99\telapsed\tCPU/task\tcores\tallocs/task\tKiB/task\tdone\tfailed\tdrover's ratio\t")
+	fmt.Fprintln(tw, "\ttasks/s\tp50\tp99\telapsed\tCPU/task\tcores\tallocs/task\tKiB/task\tGCs\tdone\tfailed\tdrover's ratio\t")
 	row := func(name string, p Phase, ratio string) {
-		fmt.Fprintf(tw, "%-26s\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%d\t%d\t%s\t\n", name, p.TasksPerSec, round(p.P50), round(p.P99),
-			round(p.Elapsed), round(p.CPUPerTask), p.Cores, p.AllocsPerTask, p.AllocBytesPerTask/1024, p.Completed, p.Failed, ratio)
+		fmt.Fprintf(tw, "%-26s\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%d\t%d\t%d\t%s\t\n", name, p.TasksPerSec, round(p.P50), round(p.P99),
+			round(p.Elapsed), round(p.CPUPerTask), p.Cores, p.AllocsPerTask, p.AllocBytesPerTask/1024, p.GCCycles, p.Completed, p.Failed, ratio)
 	}
 	row("drover", r.Drover, "")
 	row("contract-ops (overlapped)", r.OpsOverlapped, fmt.Sprintf("%.2f", r.DroverOfOpsOverlappedPct/100))
@@ -203,7 +207,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nCPU and allocations are the whole process's (the embedded server's too); cores = CPU time / elapsed\n")
+	fmt.Fprintf(w, "\nCPU, allocations and GCs (collections) are the whole process's (the embedded server's too); cores = CPU time / elapsed\n")
 	fmt.Fprintf(w, "drover: %.1f%% of the floor (overlapped), %.1f%% of the floor (sequential); target at pool 16 on default sync: >= %.0f%% of the overlapped floor\n",
 		r.RatioOverlappedPct, r.RatioPct, TargetRatioPct)
 	fmt.Fprintf(w, "  contract-ops (Drover's JetStream operations, none of its code): overlapped %.1f%% of the floor (overlapped), sequential %.1f%% of the floor (sequential)\n",
