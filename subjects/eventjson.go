@@ -1,0 +1,319 @@
+package subjects
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MarshalEvent encodes ev exactly as json.Marshal does, byte for byte,
+// without reflection: an event is encoded once per role result on every
+// worker, and it is the largest body the hot path writes.
+//
+// Its input, output and metadata are written as they are when they are
+// already what json.Marshal would write (one valid value, compact, with
+// the HTML characters and U+2028/U+2029 escaped), which is what Drover's
+// own encoders give; anything else, and a timestamp json.Marshal refuses,
+// goes to json.Marshal, so the bytes and the errors are its own.
+func MarshalEvent(ev *AuditEvent) ([]byte, error) {
+	if !canonicalJSON(ev.Input) || !canonicalJSON(ev.Output) || !canonicalJSON(ev.Metadata) {
+		return json.Marshal(ev)
+	}
+	n := eventJSONFixed + len(ev.EventID) + len(ev.EventType) + len(ev.WorkflowID) + len(ev.TaskID) + len(ev.Actor) +
+		len(ev.Action) + len(ev.Reasoning) + len(ev.Input) + len(ev.Output) + len(ev.Status) + len(ev.Error) + len(ev.Worker) + len(ev.Metadata)
+	b := make([]byte, 0, n)
+	b = append(b, `{"event_id":`...)
+	b = appendJSONString(b, ev.EventID)
+	b = append(b, `,"event_type":`...)
+	b = appendJSONString(b, string(ev.EventType))
+	b = append(b, `,"workflow_id":`...)
+	b = appendJSONString(b, ev.WorkflowID)
+	b = append(b, `,"task_id":`...)
+	b = appendJSONString(b, ev.TaskID)
+	b = append(b, `,"actor":`...)
+	b = appendJSONString(b, string(ev.Actor))
+	b = append(b, `,"attempt":`...)
+	b = strconv.AppendInt(b, int64(ev.Attempt), 10)
+	b = append(b, `,"timestamp":"`...)
+	b, err := ev.Timestamp.AppendText(b)
+	if err != nil { // a year json.Marshal refuses: its error
+		return json.Marshal(ev)
+	}
+	b = append(b, `","action":`...)
+	b = appendJSONString(b, ev.Action)
+	b = append(b, `,"reasoning":`...)
+	b = appendJSONString(b, ev.Reasoning)
+	b = append(b, `,"input":`...)
+	b = append(b, ev.Input...)
+	b = append(b, `,"output":`...)
+	b = append(b, ev.Output...)
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, ev.Status)
+	b = append(b, `,"error":`...)
+	b = appendJSONString(b, ev.Error)
+	b = append(b, `,"cached":`...)
+	b = strconv.AppendBool(b, ev.Cached)
+	b = append(b, `,"duration_ms":`...)
+	b = strconv.AppendInt(b, ev.DurationMS, 10)
+	b = append(b, `,"worker":`...)
+	b = appendJSONString(b, ev.Worker)
+	b = append(b, `,"metadata":`...)
+	b = append(b, ev.Metadata...)
+	return append(b, '}'), nil
+}
+
+// eventJSONFixed is an event's JSON less its strings and raw fields: the
+// keys, quotes and punctuation, and room for the numbers and the time.
+const eventJSONFixed = 256
+
+const jsonHex = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string the way json.Marshal writes
+// one: '"', '\\' and control characters escaped (\b, \f, \n, \r and \t by
+// name, the others as \u00XX), '<', '>' and '&' as \u003c, \u003e and
+// \u0026, U+2028 and U+2029 as \u2028 and \u2029, and each byte of
+// invalid UTF-8 as \ufffd.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if jsonSafe[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', jsonHex[c>>4], jsonHex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', jsonHex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// jsonSafe holds the bytes a JSON string keeps as they are wherever they
+// are: printable ASCII but '"', '\\', '<', '>' and '&', and the bytes of
+// UTF-8 sequences but 0xE2 (which starts U+2028 and U+2029). A string of
+// these alone is written unchanged.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != 0xE2
+	}
+	return t
+}()
+
+// canonicalMaxDepth bounds the nesting canonicalJSON follows; deeper
+// values go to json.Marshal, which has a bound of its own.
+const canonicalMaxDepth = 64
+
+// canonicalJSON reports whether raw is one JSON value that json.Marshal
+// writes unchanged as a json.RawMessage: valid, with no white space
+// outside strings, no control character, '<', '>' or '&' in a string
+// (nor anywhere else) and no U+2028 or U+2029. It may say no to a value
+// json.Marshal would keep; never yes to one it would change or refuse.
+func canonicalJSON(raw []byte) bool {
+	s := jsonScan{b: raw}
+	return s.value(0) && s.i == len(raw)
+}
+
+// jsonScan walks a JSON value for canonicalJSON.
+type jsonScan struct {
+	b []byte
+	i int
+}
+
+func (s *jsonScan) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *jsonScan) value(depth int) bool {
+	switch c := s.peek(); {
+	case c == '{':
+		return depth < canonicalMaxDepth && s.object(depth+1)
+	case c == '[':
+		return depth < canonicalMaxDepth && s.array(depth+1)
+	case c == '"':
+		return s.str()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || '0' <= c && c <= '9':
+		return s.number()
+	}
+	return false
+}
+
+func (s *jsonScan) object(depth int) bool {
+	s.i++ // '{'
+	if s.peek() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		if s.peek() != '"' || !s.str() || s.peek() != ':' {
+			return false
+		}
+		s.i++
+		if !s.value(depth) {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (s *jsonScan) array(depth int) bool {
+	s.i++ // '['
+	if s.peek() == ']' {
+		s.i++
+		return true
+	}
+	for {
+		if !s.value(depth) {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (s *jsonScan) str() bool {
+	s.i++ // '"'
+	for s.i < len(s.b) {
+		if jsonSafe[s.b[s.i]] {
+			s.i++
+			continue
+		}
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			return true
+		case c == '\\':
+			if s.i+1 >= len(s.b) {
+				return false
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.b) {
+					return false
+				}
+				for _, h := range s.b[s.i+2 : s.i+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				s.i += 6
+			default:
+				return false
+			}
+		case c < 0x20, c == '<', c == '>', c == '&':
+			return false
+		case c == 0xE2 && s.i+2 < len(s.b) && s.b[s.i+1] == 0x80 && s.b[s.i+2]&^1 == 0xA8: // U+2028, U+2029
+			return false
+		default:
+			s.i++
+		}
+	}
+	return false
+}
+
+func (s *jsonScan) literal(lit string) bool {
+	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
+		return false
+	}
+	s.i += len(lit)
+	return true
+}
+
+func (s *jsonScan) number() bool {
+	if s.peek() == '-' {
+		s.i++
+	}
+	switch c := s.peek(); {
+	case c == '0':
+		s.i++
+	case '1' <= c && c <= '9':
+		s.digits()
+	default:
+		return false
+	}
+	if s.peek() == '.' {
+		s.i++
+		if !s.digits() {
+			return false
+		}
+	}
+	if c := s.peek(); c == 'e' || c == 'E' {
+		s.i++
+		if c := s.peek(); c == '+' || c == '-' {
+			s.i++
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits takes one or more digits.
+func (s *jsonScan) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
+}
