@@ -127,9 +127,9 @@ func benchEvent() *AuditEvent {
 		EventID: "bench-wf/t1234/1/judge/judge_verdict", EventType: EventJudgeVerdict, WorkflowID: "bench-wf", TaskID: "t1234",
 		Actor: ActorOf(RoleJudge), Attempt: 1, Timestamp: time.Date(2026, 12, 1, 20, 0, 0, 123456789, time.UTC),
 		Action: VerdictApprove, Reasoning: "the change does what the plan says, and the verification passes",
-		Input:    json.RawMessage(`{"task":{"id":"t1234","workflow":"bench-wf","scope":"bench bench-wf task 1234","verification":"the sim approves"},"plan":{"steps":["read the scope","make the change","run the verification"]},"change":{"summary":"made the change the plan asked for","files":["a.go","b.go"]},"attempt":1}`),
-		Output:   json.RawMessage(`{"verdict":"approve","feedback":"","checks":[{"name":"verification","ok":true}]}`),
-		Status:   StatusSuccess, DurationMS: 3, Worker: "drover-bench-1",
+		Input:  json.RawMessage(`{"task":{"id":"t1234","workflow":"bench-wf","scope":"bench bench-wf task 1234","verification":"the sim approves"},"plan":{"steps":["read the scope","make the change","run the verification"]},"change":{"summary":"made the change the plan asked for","files":["a.go","b.go"]},"attempt":1}`),
+		Output: json.RawMessage(`{"verdict":"approve","feedback":"","checks":[{"name":"verification","ok":true}]}`),
+		Status: StatusSuccess, DurationMS: 3, Worker: "drover-bench-1",
 		Metadata: json.RawMessage(`{"runner":"sim","model":"sim","cache_key":"judge.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","hash":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}`),
 	}
 }
