@@ -118,9 +118,10 @@ func Key(identity string, req runner.Request) string {
 }
 
 // compact returns raw without insignificant white space; raw that holds
-// none (what encoders write) is returned as it is.
+// none (what encoders write) is returned as it is, and so is raw that is
+// not JSON.
 func compact(raw json.RawMessage) []byte {
-	if len(raw) == 0 || !bytes.ContainsAny(raw, " \t\r\n") {
+	if !spaceOutsideStrings(raw) {
 		return raw
 	}
 	var buf bytes.Buffer
@@ -128,6 +129,25 @@ func compact(raw json.RawMessage) []byte {
 		return raw
 	}
 	return buf.Bytes()
+}
+
+// spaceOutsideStrings reports whether raw holds white space outside its
+// JSON strings: the only bytes json.Compact takes out of valid JSON.
+func spaceOutsideStrings(raw []byte) bool {
+	in, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case in && c == '\\':
+			escaped = true
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\r' || c == '\n'):
+			return true
+		}
+	}
+	return false
 }
 
 // Get returns the cached result under key. Every failure is a miss; a

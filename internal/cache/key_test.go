@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -77,4 +78,37 @@ func TestKeyWorkspacePatch(t *testing.T) {
 			require.NotEqual(t, ka, kb)
 		})
 	}
+}
+
+// compactSeeds are plan and change bodies with and without white space
+// outside their strings, escaped quotes and backslashes, and not JSON.
+var compactSeeds = []string{
+	``, `{}`, `{"plan":"read the file, then fix it"}`, `{"a": 1}`, "{\n\t\"a\" :\r\n [1, 2]\n}",
+	`{"q":"say \"hi there\"","b":"a\\"}`, `{"q":"say \"hi\" ", "n": 1}`, `{"a":"x\\\" y"}`, `not json at all`, `{"a": }`, `"  "`,
+}
+
+// TestCompactIsJSONCompact checks compact against json.Compact: the same
+// bytes for JSON, raw as it is for anything else.
+func TestCompactIsJSONCompact(t *testing.T) {
+	t.Parallel()
+	for _, raw := range compactSeeds {
+		t.Run(raw, func(t *testing.T) { requireCompact(t, []byte(raw)) })
+	}
+}
+
+func FuzzCompact(f *testing.F) {
+	for _, raw := range compactSeeds {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { requireCompact(t, raw) })
+}
+
+func requireCompact(t *testing.T, raw []byte) {
+	t.Helper()
+	want := raw
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) == nil {
+		want = buf.Bytes()
+	}
+	require.Equal(t, string(want), string(compact(raw)))
 }
