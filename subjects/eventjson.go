@@ -34,12 +34,12 @@ func MarshalEvent(ev *AuditEvent) ([]byte, error) {
 	b = appendJSONString(b, string(ev.Actor))
 	b = append(b, `,"attempt":`...)
 	b = strconv.AppendInt(b, int64(ev.Attempt), 10)
-	b = append(b, `,"timestamp":"`...)
-	b, err := ev.Timestamp.AppendText(b)
-	if err != nil { // a year json.Marshal refuses: its error
+	b = append(b, `,"timestamp":`...)
+	b, ok := appendJSONTime(b, ev.Timestamp)
+	if !ok { // a year json.Marshal refuses: its error
 		return json.Marshal(ev)
 	}
-	b = append(b, `","action":`...)
+	b = append(b, `,"action":`...)
 	b = appendJSONString(b, ev.Action)
 	b = append(b, `,"reasoning":`...)
 	b = appendJSONString(b, ev.Reasoning)

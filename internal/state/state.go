@@ -55,7 +55,7 @@ func (s *Store) GetTask(ctx context.Context, workflow, task string) (Task, error
 
 // CreateTask writes a task's first state; ErrConflict when it exists.
 func (s *Store) CreateTask(ctx context.Context, st subjects.TaskState) (Task, error) {
-	b, err := json.Marshal(st)
+	b, err := subjects.MarshalTaskState(&st)
 	if err != nil {
 		return Task{}, fmt.Errorf("state: encode: %w", err)
 	}
@@ -72,7 +72,7 @@ func (s *Store) CreateTask(ctx context.Context, st subjects.TaskState) (Task, er
 // UpdateTask replaces a task's state if its revision is still rev;
 // ErrConflict otherwise.
 func (s *Store) UpdateTask(ctx context.Context, st subjects.TaskState, rev uint64) (Task, error) {
-	b, err := json.Marshal(st)
+	b, err := subjects.MarshalTaskState(&st)
 	if err != nil {
 		return Task{}, fmt.Errorf("state: encode: %w", err)
 	}
