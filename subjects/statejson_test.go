@@ -15,7 +15,7 @@ func benchState() *TaskState {
 	at := time.Date(2026, 12, 1, 20, 0, 0, 123456789, time.UTC)
 	st := &TaskState{
 		Workflow: "bench-wf", Task: "t1234", State: StateCompleted, Stage: StageDone, Attempt: 1,
-		Outputs: map[Role]string{RolePlanner: "planner.0123", RoleImplementer: "implementer.4567", RoleJudge: "judge.89ab"},
+		Outputs:   map[Role]string{RolePlanner: "planner.0123", RoleImplementer: "implementer.4567", RoleJudge: "judge.89ab"},
 		UpdatedAt: at, Worker: "drover-bench-1", Queue: "bench", StreamSeq: 1234, Delivery: 1, StartedAt: at.Add(-time.Second),
 		Result: json.RawMessage(`{"verdict":"approve"}`),
 	}
