@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 // benchState is a bench task's last state: three roles done, the last
@@ -50,7 +48,7 @@ func TestMarshalTaskStateIsJSONMarshal(t *testing.T) {
 		"started year -1":  {StartedAt: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
 		"event year 10000": {Outbox: []OutboxItem{{Event: &OutboxEvent{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}}},
 	} {
-		t.Run(name, func(t *testing.T) { requireStateAsMarshal(t, st) })
+		t.Run(name, func(t *testing.T) { requireSameAsMarshal(t, st, MarshalTaskState) })
 	}
 }
 
@@ -75,40 +73,10 @@ func FuzzMarshalTaskState(f *testing.F) {
 			}
 			st.Outbox = append(st.Outbox, it)
 		}
-		requireStateAsMarshal(t, st)
+		requireSameAsMarshal(t, st, MarshalTaskState)
 	})
 }
 
-// requireStateAsMarshal checks that MarshalTaskState writes what
-// json.Marshal writes, or fails where it fails.
-func requireStateAsMarshal(t *testing.T, st *TaskState) {
-	t.Helper()
-	want, wantErr := json.Marshal(st)
-	got, err := MarshalTaskState(st)
-	if wantErr != nil {
-		require.EqualError(t, err, wantErr.Error())
-		return
-	}
-	require.NoError(t, err)
-	require.Equal(t, string(want), string(got))
-}
-
 func BenchmarkMarshalTaskState(b *testing.B) {
-	st := benchState()
-	for _, bc := range []struct {
-		name string
-		enc  func(*TaskState) ([]byte, error)
-	}{
-		{"MarshalTaskState", MarshalTaskState},
-		{"json.Marshal", func(st *TaskState) ([]byte, error) { return json.Marshal(st) }},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := bc.enc(st); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchmarkAgainstMarshal(b, benchState(), "MarshalTaskState", MarshalTaskState)
 }
