@@ -152,8 +152,12 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 	if !utf8.Valid(body) {
 		return TaskRequest{}, reject(ReasonInvalidJSON, "body is not valid UTF-8")
 	}
-	if err := checkStrict(body, lim.MaxDepth); err != nil {
-		return TaskRequest{}, err
+	// strictJSON answers for the usual body in one pass; what it does not
+	// vouch for, checkStrict decides, and names the fault.
+	if !strictJSON(body, lim.MaxDepth) {
+		if err := checkStrict(body, lim.MaxDepth); err != nil {
+			return TaskRequest{}, err
+		}
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
