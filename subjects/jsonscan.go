@@ -96,10 +96,7 @@ func (s *jsonScan) value(depth int) bool {
 }
 
 func (s *jsonScan) object(depth int) bool {
-	s.i++ // '{'
-	s.space()
-	if s.peek() == '}' {
-		s.i++
+	if s.open('}') {
 		return true
 	}
 	var (
@@ -132,43 +129,52 @@ func (s *jsonScan) object(depth int) bool {
 		if !s.value(depth) {
 			return false
 		}
-		s.space()
-		switch s.peek() {
-		case ',':
-			s.i++
-			s.space()
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.more('}'); !more {
+			return ok
 		}
 	}
 }
 
 func (s *jsonScan) array(depth int) bool {
-	s.i++ // '['
-	s.space()
-	if s.peek() == ']' {
-		s.i++
+	if s.open(']') {
 		return true
 	}
 	for {
 		if !s.value(depth) {
 			return false
 		}
-		s.space()
-		switch s.peek() {
-		case ',':
-			s.i++
-			s.space()
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.more(']'); !more {
+			return ok
 		}
 	}
+}
+
+// open steps past an opening bracket and the white space after it, and
+// reports whether the closing one follows at once (and steps past it).
+func (s *jsonScan) open(closing byte) bool {
+	s.i++
+	s.space()
+	if s.peek() == closing {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// more steps past what follows a member: a comma (more is true) or the
+// closing bracket (ok is true); anything else is not JSON.
+func (s *jsonScan) more(closing byte) (more, ok bool) {
+	s.space()
+	switch s.peek() {
+	case ',':
+		s.i++
+		s.space()
+		return true, true
+	case closing:
+		s.i++
+		return false, true
+	}
+	return false, false
 }
 
 func (s *jsonScan) str() bool {
