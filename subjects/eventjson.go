@@ -16,8 +16,17 @@ import (
 // own encoders give; anything else, and a timestamp json.Marshal refuses,
 // goes to json.Marshal, so the bytes and the errors are its own.
 func MarshalEvent(ev *AuditEvent) ([]byte, error) {
+	if b, ok := appendEvent(ev); ok {
+		return b, nil
+	}
+	return json.Marshal(ev)
+}
+
+// appendEvent is MarshalEvent without the fallback: false when ev is one
+// json.Marshal must write.
+func appendEvent(ev *AuditEvent) ([]byte, bool) {
 	if !canonicalJSON(ev.Input) || !canonicalJSON(ev.Output) || !canonicalJSON(ev.Metadata) {
-		return json.Marshal(ev)
+		return nil, false
 	}
 	n := eventJSONFixed + len(ev.EventID) + len(ev.EventType) + len(ev.WorkflowID) + len(ev.TaskID) + len(ev.Actor) +
 		len(ev.Action) + len(ev.Reasoning) + len(ev.Input) + len(ev.Output) + len(ev.Status) + len(ev.Error) + len(ev.Worker) + len(ev.Metadata)
@@ -37,7 +46,7 @@ func MarshalEvent(ev *AuditEvent) ([]byte, error) {
 	b = append(b, `,"timestamp":`...)
 	b, ok := appendJSONTime(b, ev.Timestamp)
 	if !ok { // a year json.Marshal refuses: its error
-		return json.Marshal(ev)
+		return nil, false
 	}
 	b = append(b, `,"action":`...)
 	b = appendJSONString(b, ev.Action)
@@ -59,7 +68,7 @@ func MarshalEvent(ev *AuditEvent) ([]byte, error) {
 	b = appendJSONString(b, ev.Worker)
 	b = append(b, `,"metadata":`...)
 	b = append(b, ev.Metadata...)
-	return append(b, '}'), nil
+	return append(b, '}'), true
 }
 
 // eventJSONFixed is an event's JSON less its strings and raw fields: the

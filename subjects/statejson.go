@@ -17,9 +17,18 @@ import (
 // json.Marshal refuses goes to json.Marshal, so the bytes and the errors
 // are its own.
 func MarshalTaskState(st *TaskState) ([]byte, error) {
+	if b, ok := appendTaskState(st); ok {
+		return b, nil
+	}
+	return json.Marshal(st)
+}
+
+// appendTaskState is MarshalTaskState without the fallback: false when st
+// is one json.Marshal must write.
+func appendTaskState(st *TaskState) ([]byte, bool) {
 	if st.Workspace != nil || st.Review != nil ||
 		len(st.Request) > 0 && !canonicalJSON(st.Request) || len(st.Result) > 0 && !canonicalJSON(st.Result) {
-		return json.Marshal(st)
+		return nil, false
 	}
 	n := stateJSONFixed + len(st.Workflow) + len(st.Task) + len(st.State) + len(st.Stage) + len(st.Request) + len(st.Worker) +
 		len(st.Queue) + len(st.Type) + len(st.Feedback) + len(st.Reason) + len(st.Result)
@@ -54,7 +63,7 @@ func MarshalTaskState(st *TaskState) ([]byte, error) {
 	b = append(b, `,"updated_at":`...)
 	b, ok := appendJSONTime(b, st.UpdatedAt)
 	if !ok {
-		return json.Marshal(st)
+		return nil, false
 	}
 	b = append(b, `,"worker":`...)
 	b = appendJSONString(b, st.Worker)
@@ -76,7 +85,7 @@ func MarshalTaskState(st *TaskState) ([]byte, error) {
 	}
 	b = append(b, `,"started_at":`...)
 	if b, ok = appendJSONTime(b, st.StartedAt); !ok {
-		return json.Marshal(st)
+		return nil, false
 	}
 	if len(st.Outbox) > 0 {
 		b = append(b, `,"outbox":[`...)
@@ -85,12 +94,12 @@ func MarshalTaskState(st *TaskState) ([]byte, error) {
 				b = append(b, ',')
 			}
 			if b, ok = appendOutboxItem(b, it); !ok {
-				return json.Marshal(st)
+				return nil, false
 			}
 		}
 		b = append(b, ']')
 	}
-	return append(b, '}'), nil
+	return append(b, '}'), true
 }
 
 // stateJSONFixed is a state's JSON less its strings, raw fields and
