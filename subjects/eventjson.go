@@ -13,8 +13,9 @@ import (
 // Its input, output and metadata are written as they are when they are
 // already what json.Marshal would write (one valid value, compact, with
 // the HTML characters and U+2028/U+2029 escaped), which is what Drover's
-// own encoders give; anything else, and a timestamp json.Marshal refuses,
-// goes to json.Marshal, so the bytes and the errors are its own.
+// own encoders give; anything else, a nil event, and a timestamp
+// json.Marshal refuses go to json.Marshal, so the bytes and the errors
+// are its own.
 func MarshalEvent(ev *AuditEvent) ([]byte, error) {
 	if b, ok := appendEvent(ev); ok {
 		return b, nil
@@ -25,7 +26,7 @@ func MarshalEvent(ev *AuditEvent) ([]byte, error) {
 // appendEvent is MarshalEvent without the fallback: false when ev is one
 // json.Marshal must write.
 func appendEvent(ev *AuditEvent) ([]byte, bool) {
-	if !canonicalJSON(ev.Input) || !canonicalJSON(ev.Output) || !canonicalJSON(ev.Metadata) {
+	if ev == nil || !canonicalJSON(ev.Input) || !canonicalJSON(ev.Output) || !canonicalJSON(ev.Metadata) {
 		return nil, false
 	}
 	n := eventJSONFixed + len(ev.EventID) + len(ev.EventType) + len(ev.WorkflowID) + len(ev.TaskID) + len(ev.Actor) +
@@ -45,7 +46,7 @@ func appendEvent(ev *AuditEvent) ([]byte, bool) {
 	b = strconv.AppendInt(b, int64(ev.Attempt), 10)
 	b = append(b, `,"timestamp":`...)
 	b, ok := appendJSONTime(b, ev.Timestamp)
-	if !ok { // a year json.Marshal refuses: its error
+	if !ok { // a time json.Marshal refuses: its error
 		return nil, false
 	}
 	b = append(b, `,"action":`...)

@@ -12,10 +12,10 @@ import (
 // without reflection: every task writes its state at least twice, each
 // time with its outbox.
 //
-// A state with a workspace or a review record, a request or result that
-// is not already what json.Marshal would write (canonicalJSON), or a time
-// json.Marshal refuses goes to json.Marshal, so the bytes and the errors
-// are its own.
+// A nil state, a state with a workspace or a review record, a request or
+// result that is not already what json.Marshal would write
+// (canonicalJSON), or a time json.Marshal refuses goes to json.Marshal,
+// so the bytes and the errors are its own.
 func MarshalTaskState(st *TaskState) ([]byte, error) {
 	if b, ok := appendTaskState(st); ok {
 		return b, nil
@@ -26,7 +26,7 @@ func MarshalTaskState(st *TaskState) ([]byte, error) {
 // appendTaskState is MarshalTaskState without the fallback: false when st
 // is one json.Marshal must write.
 func appendTaskState(st *TaskState) ([]byte, bool) {
-	if st.Workspace != nil || st.Review != nil ||
+	if st == nil || st.Workspace != nil || st.Review != nil ||
 		len(st.Request) > 0 && !canonicalJSON(st.Request) || len(st.Result) > 0 && !canonicalJSON(st.Result) {
 		return nil, false
 	}
@@ -172,7 +172,7 @@ func appendRoleMap[V any](b []byte, m map[Role]V, value func([]byte, V) []byte) 
 }
 
 // appendJSONTime appends t as json.Marshal writes a time; false when it
-// refuses t (a year outside 0-9999).
+// refuses t (a year outside 0-9999, or a zone offset of 24 hours or more).
 func appendJSONTime(b []byte, t time.Time) ([]byte, bool) {
 	b = append(b, '"')
 	b, err := t.AppendText(b)

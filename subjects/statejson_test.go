@@ -2,6 +2,7 @@ package subjects
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -86,72 +87,102 @@ func BenchmarkMarshalTaskState(b *testing.B) {
 
 // TestEncodersCoverEveryField fills every exported field of an event and
 // of a state (its outbox items, events and DLQ entries too) with a value
-// json.Marshal writes, and requires the hand-written encoders to take
-// them without falling back and write the same bytes: a field added to
-// any of these types and not to its encoder fails here.
+// json.Marshal writes, each field a value of its own, and requires the
+// hand-written encoders to take them without falling back and write the
+// same bytes: a field added to any of these types and not to its
+// encoder, or two fields written in each other's place, fails here.
 func TestEncodersCoverEveryField(t *testing.T) {
-	var ev AuditEvent
-	fillFields(reflect.ValueOf(&ev).Elem(), nil)
+	var (
+		f  filler
+		ev AuditEvent
+	)
+	f.fill(reflect.ValueOf(&ev).Elem())
 	got, ok := appendEvent(&ev)
 	require.True(t, ok, "an event of canonical fields is encoded by hand")
 	want, err := json.Marshal(&ev)
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(got))
 
-	var st TaskState
-	fillFields(reflect.ValueOf(&st).Elem(), map[string]bool{"Workspace": true, "Review": true}) // they go to json.Marshal
+	st := TaskState{Outbox: make([]OutboxItem, 2)} // two items, each filled
+	f.skip = map[string]bool{"Workspace": true, "Review": true} // they go to json.Marshal
+	f.fill(reflect.ValueOf(&st).Elem())
 	got, ok = appendTaskState(&st)
 	require.True(t, ok, "a state of canonical fields is encoded by hand")
 	want, err = json.Marshal(&st)
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(got))
+
+	_, ok = appendTaskState(nil)
+	require.False(t, ok, "a nil state goes to json.Marshal, which writes null")
+	b, err := MarshalEvent(nil)
+	require.NoError(t, err)
+	require.Equal(t, "null", string(b))
 }
 
-// fillFields sets every exported field of v, but those named in skip, to
-// a value that is not its zero value, recursively.
-func fillFields(v reflect.Value, skip map[string]bool) {
+// filler sets fields to values that are not their zero values and differ
+// from each other.
+type filler struct {
+	n    int
+	skip map[string]bool // field names left as they are
+}
+
+func (f *filler) next() int { f.n++; return f.n }
+
+// fill fills every exported field of v but those in f.skip, recursively,
+// nil pointers included. A slice that has items has each filled, an empty
+// one gets one; a map gets two entries, so that their order is checked
+// too. (TestMarshalTaskStateIsJSONMarshal has outbox items of every
+// shape.)
+func (f *filler) fill(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Struct:
 		if v.Type() == reflect.TypeFor[time.Time]() {
-			v.Set(reflect.ValueOf(time.Date(2026, 12, 1, 20, 0, 0, 7, time.UTC)))
+			v.Set(reflect.ValueOf(time.Date(2026, 12, 1, 20, 0, 0, f.next(), time.UTC)))
 			return
 		}
 		for i := range v.NumField() {
-			if f := v.Type().Field(i); f.IsExported() && !skip[f.Name] {
-				fillFields(v.Field(i), skip)
+			if fd := v.Type().Field(i); fd.IsExported() && !f.skip[fd.Name] {
+				f.fill(v.Field(i))
 			}
 		}
 	case reflect.String:
-		v.SetString("x<&\u2028")
+		v.SetString(fmt.Sprintf("x<&\u2028%d", f.next()))
 	case reflect.Int, reflect.Int64:
-		v.SetInt(7)
+		v.SetInt(int64(f.next()))
 	case reflect.Uint64:
-		v.SetUint(7)
+		v.SetUint(uint64(f.next()))
 	case reflect.Bool:
 		v.SetBool(true)
 	case reflect.Slice:
 		switch {
 		case v.Type() == reflect.TypeFor[json.RawMessage]():
-			v.SetBytes([]byte(`{"k":[1,"v"]}`))
+			v.SetBytes(fmt.Appendf(nil, `{"k":[%d,"v"]}`, f.next()))
 		case v.Type().Elem().Kind() == reflect.Uint8:
-			v.SetBytes([]byte("body"))
+			v.SetBytes(fmt.Appendf(nil, "body %d", f.next()))
+		case v.Len() > 0:
+			for i := range v.Len() {
+				f.fill(v.Index(i))
+			}
 		default:
 			s := reflect.MakeSlice(v.Type(), 1, 1)
-			fillFields(s.Index(0), skip)
+			f.fill(s.Index(0))
 			v.Set(s)
 		}
 	case reflect.Map:
 		m := reflect.MakeMap(v.Type())
-		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-		fillFields(k, skip)
-		fillFields(e, skip)
-		m.SetMapIndex(k, e)
+		for range 2 {
+			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			f.fill(k)
+			f.fill(e)
+			m.SetMapIndex(k, e)
+		}
 		v.Set(m)
 	case reflect.Pointer:
-		p := reflect.New(v.Type().Elem())
-		fillFields(p.Elem(), skip)
-		v.Set(p)
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		f.fill(v.Elem())
 	default:
-		panic("fillFields: no value for a field of kind " + v.Kind().String() + ": teach it one")
+		panic("filler: no value for a field of kind " + v.Kind().String() + ": teach it one")
 	}
 }
