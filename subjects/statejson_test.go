@@ -103,7 +103,8 @@ func TestEncodersCoverEveryField(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(got))
 
-	st := TaskState{Outbox: make([]OutboxItem, 2)} // two items, each filled
+	// Two outbox items, each filled.
+	st := TaskState{Outbox: make([]OutboxItem, 2)}
 	f.skip = map[string]bool{"Workspace": true, "Review": true} // they go to json.Marshal
 	f.fill(reflect.ValueOf(&st).Elem())
 	got, ok = appendTaskState(&st)
