@@ -53,10 +53,11 @@ phase prints a per-operation latency breakdown. With --rounds N those phases
 run N times and the report is the round with the median ratio of Drover to
 overlapped contract-ops, with every round's ratios: on a machine whose speed
 drifts, one round says little. The Drover, contract-ops and floor phases
-report their CPU and heap allocations per task (the whole process's, an
-embedded server's included); the Drover phase and the first raw phase
-each follow an untimed warm-up, which takes the start-up and the clean-up
-of the phase before.
+report their CPU, heap allocations per task and garbage collections (the
+whole process's, an embedded server's included); the Drover phase and the
+first raw phase each follow an untimed warm-up, which takes the start-up
+and the clean-up of the phase before, and every timed phase starts from a
+collected heap.
 
 The latency phase (--latency-tasks) submits cold tasks one at a time to an
 idle worker and reports the time from one role's runner returning to the

@@ -124,8 +124,8 @@ func (c *Client) draftTitle(prefix, t string) string {
 
 // Open opens the pull request of r.Branch, or updates the open one (title
 // and body; labels and base too on GitHub and GitLab) when there is one
-// already: calling it again for the same
-// branch never opens a second request. Errors never hold the token.
+// already: calling it again for the same branch never opens a second
+// request. Errors never hold the token.
 func (c *Client) Open(ctx context.Context, r Request) (subjects.PullRequestResult, error) {
 	pr, err := c.open(ctx, r)
 	if err != nil {

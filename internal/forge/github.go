@@ -32,7 +32,6 @@ func (g *github) auth(h http.Header, token string) {
 	h.Set("X-GitHub-Api-Version", GitHubAPIVersion)
 }
 
-// repoPath is /repos/{owner}/{repo}, each part escaped.
 func (g *github) find(ctx context.Context, branch string) (*subjects.PullRequestResult, error) {
 	owner, _, _ := strings.Cut(g.c.cfg.Repo, "/")
 	q := url.Values{"head": {owner + ":" + branch}, "state": {"open"}}
