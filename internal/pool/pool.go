@@ -28,6 +28,11 @@ type Pool struct {
 	hungry  int       // waiters whose queue has work waiting
 	want    chan struct{}
 
+	work    chan func()   // to a runner waiting for work
+	idle    time.Duration // how long a runner waits for work
+	runners atomic.Int64  // runners alive
+	waiting atomic.Int64  // runners waiting for work
+
 	wg       sync.WaitGroup
 	inFlight atomic.Int64
 	started  atomic.Int64
@@ -46,7 +51,7 @@ func New(size int) *Pool {
 	if size < 1 {
 		size = 1
 	}
-	return &Pool{size: size, want: make(chan struct{})}
+	return &Pool{size: size, want: make(chan struct{}), work: make(chan func()), idle: idleRunner}
 }
 
 // Size is the number of slots.
@@ -183,21 +188,61 @@ func (p *Pool) Release() {
 }
 
 // Go runs fn on a taken slot and gives the slot back when fn returns.
+//
+// fn runs on one of the pool's runners: a goroutine that, its function
+// done, waits up to idleRunner for the next one before it ends. A task's
+// goroutine grows its stack while it runs (a pipeline's calls go deep);
+// a runner keeps the stack it grew, so the next task does not grow one
+// from the smallest size again. At most every slot's runner is busy and
+// as many wait; none outlives idleRunner without work.
 func (p *Pool) Go(fn func()) {
 	p.wg.Add(1)
 	p.inFlight.Add(1)
 	p.started.Add(1)
-	go func() {
-		start := time.Now()
-		defer func() {
-			p.busyNS.Add(int64(time.Since(start)))
-			p.finished.Add(1)
-			p.inFlight.Add(-1)
-			p.Release()
-			p.wg.Done()
-		}()
-		fn()
+	select {
+	case p.work <- fn: // a runner waits for work: it takes fn
+	default:
+		p.runners.Add(1)
+		go p.runner(fn)
+	}
+}
+
+// idleRunner is how long a runner waits for work before it ends: long
+// enough to carry a busy worker from one task to the next, short enough
+// that an idle one holds no goroutines.
+const idleRunner = 100 * time.Millisecond
+
+// runner runs fn, then every function handed to it, until none comes for
+// p.idle.
+func (p *Pool) runner(fn func()) {
+	defer p.runners.Add(-1)
+	idle := time.NewTimer(p.idle)
+	defer idle.Stop()
+	for {
+		p.run(fn)
+		idle.Reset(p.idle)
+		p.waiting.Add(1)
+		select {
+		case fn = <-p.work:
+			p.waiting.Add(-1)
+		case <-idle.C:
+			p.waiting.Add(-1)
+			return
+		}
+	}
+}
+
+// run runs fn on its slot and gives the slot back.
+func (p *Pool) run(fn func()) {
+	start := time.Now()
+	defer func() {
+		p.busyNS.Add(int64(time.Since(start)))
+		p.finished.Add(1)
+		p.inFlight.Add(-1)
+		p.Release()
+		p.wg.Done()
 	}()
+	fn()
 }
 
 // Wait blocks until every function started with Go has returned, or ctx is

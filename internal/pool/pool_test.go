@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -275,4 +276,75 @@ func TestCancelledWaiterPassesItsSlotOn(t *testing.T) {
 		}
 		require.Equal(t, 1, p.Free(), "no slot lost")
 	}
+}
+
+// waitFor polls cond until it holds or ctx ends: for state a pool changes
+// in its own goroutines, with no event to wait on.
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func TestRunnersAreReused(t *testing.T) {
+	t.Parallel()
+	ctx := deadline(t)
+	p := pool.New(1)
+	p.SetIdle(2 * time.Second)
+	for i := range 20 {
+		require.NoError(t, p.Acquire(ctx))
+		done := make(chan struct{})
+		p.Go(func() { close(done) })
+		recv(t, ctx, done, "the function to run")
+		waitFor(t, ctx, "the runner to wait for work", func() bool { return p.WaitingRunners() == 1 })
+		require.EqualValues(t, 1, p.Runners(), "task %d ran on the runner of the one before", i)
+	}
+	require.EqualValues(t, 20, p.Stats().Finished)
+	waitFor(t, ctx, "the idle runner to end", func() bool { return p.Runners() == 0 })
+}
+
+func TestRunnersEndWhenIdle(t *testing.T) {
+	t.Parallel()
+	ctx := deadline(t)
+	const size = 4
+	p := pool.New(size)
+	p.SetIdle(time.Millisecond)
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(size)
+	for range size {
+		require.NoError(t, p.Acquire(ctx))
+		p.Go(func() { started.Done(); <-release })
+	}
+	started.Wait()
+	require.EqualValues(t, size, p.Runners(), "one runner per busy slot")
+	close(release)
+	require.True(t, p.Wait(ctx))
+	waitFor(t, ctx, "every runner to end", func() bool { return p.Runners() == 0 })
+}
+
+func TestRunnersBounded(t *testing.T) {
+	t.Parallel()
+	ctx := deadline(t)
+	const size, tasks = 4, 2000
+	p := pool.New(size)
+	p.SetIdle(200 * time.Millisecond)
+	var most atomic.Int64
+	for range tasks {
+		require.NoError(t, p.Acquire(ctx))
+		p.Go(func() {
+			n := p.Runners()
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+		})
+	}
+	require.True(t, p.Wait(ctx))
+	require.LessOrEqual(t, most.Load(), int64(2*size), "runners: one per busy slot and at most as many between tasks")
+	require.EqualValues(t, tasks, p.Stats().Finished)
+	waitFor(t, ctx, "every runner to end", func() bool { return p.Runners() == 0 })
 }

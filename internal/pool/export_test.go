@@ -1,0 +1,12 @@
+package pool
+
+import "time"
+
+// Runners is how many runners are alive.
+func (p *Pool) Runners() int64 { return p.runners.Load() }
+
+// WaitingRunners is how many runners wait for work.
+func (p *Pool) WaitingRunners() int64 { return p.waiting.Load() }
+
+// SetIdle sets how long a runner waits for work.
+func (p *Pool) SetIdle(d time.Duration) { p.idle = d }
