@@ -23,6 +23,25 @@ type Workflows interface {
 // is then retried later.
 const gateWait = 10 * time.Second
 
+// noWait is a context already done: Workflow with it answers at once.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// workflow is a workflow's state, waiting up to gateWait while the states
+// are not current. It asks without waiting first: the states are current
+// nearly always, and a timer per role is then a cost for nothing.
+func (p *Pipeline) workflow(ctx context.Context, id string) (subjects.WorkflowState, bool, error) {
+	if ws, ok, err := p.d.Workflows.Workflow(noWait, id); err == nil {
+		return ws, ok, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, gateWait)
+	defer cancel()
+	return p.d.Workflows.Workflow(wctx, id)
+}
+
 // gate is checked before every role: a paused workflow parks the task (its
 // progress and request kept in its state, its message acked), a cancelled
 // one ends it with task_cancelled. pending and keep carry a round's finished
@@ -31,9 +50,7 @@ func (p *Pipeline) gate(ctx context.Context, t *taskRun, pending []subjects.Outb
 	if p.d.Workflows == nil {
 		return Outcome{}, false
 	}
-	wctx, cancel := context.WithTimeout(ctx, gateWait)
-	ws, ok, err := p.d.Workflows.Workflow(wctx, t.req.Workflow)
-	cancel()
+	ws, ok, err := p.workflow(ctx, t.req.Workflow)
 	switch decideGate(ws, ok, err, t.rev != 0, t.d.Timestamp) {
 	case gateBlocked:
 		if ctx.Err() != nil { // stopping: hand the task back at once
