@@ -112,3 +112,35 @@ func requireCompact(t *testing.T, raw []byte) {
 	}
 	require.Equal(t, string(want), string(compact(raw)))
 }
+
+// TestKeyIsStable pins the keys of requests that use every field the key
+// reads: a change to how the key is computed must not move any cached
+// result out of reach.
+func TestKeyIsStable(t *testing.T) {
+	t.Parallel()
+	full := runner.Request{
+		Role: subjects.RoleJudge,
+		Task: subjects.TaskRequest{ID: "T9", Workflow: "w", Scope: "fix the <parser>", Verification: "go test ./...", Type: "bugfix",
+			Metadata: map[string]json.RawMessage{"b": json.RawMessage(`{ "x": [1, 2] }`), "a": json.RawMessage(`"v"`), "board_line": json.RawMessage(`12`)}},
+		Attempt: 2, Plan: json.RawMessage(`{"steps": ["a"]}`), Change: json.RawMessage(`{"diff":"+x"}`), Feedback: "too slow",
+		Lessons: []string{"one", "two"}, WorkspaceBase: "4b825dc642cb6eb9a060e54bf8d69288fbee4904", WorkspacePatch: "ab12",
+	}
+	for _, tc := range []struct {
+		name string
+		req  runner.Request
+		want string
+	}{
+		{"every field", full, "judge.6825cf980813ae8a2964f4183c6d19c5b964af7d45b2d6f43e94352b63e323f4"},
+		{"a planner with no metadata", runner.Request{Role: subjects.RolePlanner, Task: subjects.TaskRequest{ID: "t1", Scope: "s"}, Attempt: 1}, "planner.82f5e07a519bbd3de70491f693c351aa33efdea3af04587f0bf218841c2301f2"},
+	} {
+		require.Equal(t, tc.want, Key("sim/v1", tc.req), tc.name)
+	}
+}
+
+func BenchmarkKey(b *testing.B) {
+	req := runner.Request{Role: subjects.RoleImplementer, Task: subjects.TaskRequest{ID: "t17", Workflow: "bench", Scope: "bench wf task 17", Verification: "the sim approves", Type: "default"},
+		Attempt: 1, Plan: json.RawMessage(`{"steps":["read the scope","change the code","run the verification"]}`)}
+	for b.Loop() {
+		_ = Key("sim/v1", req)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/droverhq/drover/internal/redact"
@@ -48,7 +49,7 @@ func (p *Pipeline) acceptedEvent(ctx context.Context, t *taskRun) (subjects.Outb
 	ev.Timestamp = t.st.StartedAt // when this worker picked the task up
 	ev.Action = "accepted"
 	ev.Input = input
-	ev.Metadata = mustJSON(map[string]any{"queue": t.d.Queue, "stream_seq": t.d.StreamSeq})
+	ev.Metadata = deliveryMetadata(t.d.Queue, t.d.StreamSeq)
 	return item(ev), nil
 }
 
@@ -57,7 +58,7 @@ func (p *Pipeline) roleEvent(t *taskRun, rr roleResult) subjects.OutboxItem {
 	ev := p.event(t, subjects.RoleEvent(rr.role), subjects.ActorOf(rr.role), rr.attempt, 0)
 	ev.Action = rr.res.Action
 	ev.Reasoning = rr.res.Reasoning
-	ev.Input = mustJSON(rr.input)
+	ev.Input = rr.input
 	ev.Output = rr.stored
 	ev.Cached = rr.cached
 	ev.DurationMS = rr.dur.Milliseconds()
@@ -104,6 +105,32 @@ func (p *Pipeline) failedEvents(t *taskRun, attempt int, reason subjects.Reason,
 // boundError keeps error text bounded in events and headers.
 func boundError(s string) string {
 	return redact.Clip(s, 4<<10, "...(truncated)")
+}
+
+// roleInput is a role event's input: the map {"attempt", "cache_key",
+// "feedback" (when there is one)} as json.Marshal writes it, keys sorted.
+func roleInput(attempt int, key, feedback string) json.RawMessage {
+	b := make([]byte, 0, len(`{"attempt":,"cache_key":"","feedback":""}`)+len(key)+len(feedback)+24)
+	b = append(b, `{"attempt":`...)
+	b = strconv.AppendInt(b, int64(attempt), 10)
+	b = append(b, `,"cache_key":`...)
+	b = subjects.AppendJSONString(b, key)
+	if feedback != "" {
+		b = append(b, `,"feedback":`...)
+		b = subjects.AppendJSONString(b, feedback)
+	}
+	return append(b, '}')
+}
+
+// deliveryMetadata is task_accepted's metadata: the map {"queue",
+// "stream_seq"} as json.Marshal writes it.
+func deliveryMetadata(queue string, seq uint64) json.RawMessage {
+	b := make([]byte, 0, len(`{"queue":"","stream_seq":}`)+len(queue)+24)
+	b = append(b, `{"queue":`...)
+	b = subjects.AppendJSONString(b, queue)
+	b = append(b, `,"stream_seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	return append(b, '}')
 }
 
 func mustJSON(v any) json.RawMessage {

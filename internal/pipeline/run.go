@@ -24,7 +24,7 @@ type roleResult struct {
 	key     string
 	cached  bool
 	dur     time.Duration
-	input   map[string]any
+	input   json.RawMessage // the role event's input (roleInput)
 	cost    ledger.Cost // with a ledger only
 }
 
@@ -214,10 +214,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		req.TraceParent = t.traceparent
 	}
 	key := cache.Key(p.ids[i], req)
-	rr = roleResult{role: req.Role, attempt: req.Attempt, key: key, input: map[string]any{"cache_key": key, "attempt": req.Attempt}}
-	if req.Feedback != "" {
-		rr.input["feedback"] = req.Feedback
-	}
+	rr = roleResult{role: req.Role, attempt: req.Attempt, key: key, input: roleInput(req.Attempt, key, req.Feedback)}
 	if res, ok := p.cacheGet(ctx, i, key); ok {
 		full, err := p.expand(ctx, res.Output)
 		if err == nil && req.Role == subjects.RoleImplementer && t.ws != nil {
