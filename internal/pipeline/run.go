@@ -25,7 +25,7 @@ type roleResult struct {
 	cached  bool
 	dur     time.Duration
 	input   json.RawMessage // the role event's input (roleInput)
-	cost    ledger.Cost // with a ledger only
+	cost    ledger.Cost     // with a ledger only
 }
 
 // run executes the task's remaining roles from its stage.
