@@ -13,7 +13,9 @@
 // Nats-Msg-Id, and an ack. Drover's throughput is reported as a share of the
 // floor's. The contract-ops phase performs Drover's own JetStream operations
 // for each task, with none of Drover's code (ops.go): the ceiling of any
-// implementation of the wire contract on that server.
+// implementation of the wire contract on that server. The minimal worker
+// makes the same operations with each task's data made for real (work.go):
+// what the data costs, apart from what Drover's pipeline costs.
 package bench
 
 import (
@@ -95,11 +97,11 @@ type Config struct {
 	// CachedTasks is the number of tasks of the cached phase, run twice,
 	// the second time all cache hits (0: no cached phase).
 	CachedTasks int
-	// Rounds is how many times the Drover, contract-ops and floor phases
-	// run, one after another (default 1). The report shows the round with
-	// the median ratio of Drover to overlapped contract-ops, and the range
-	// of the ratios: on a machine whose speed drifts, one round's ratio
-	// says little.
+	// Rounds is how many times the Drover, contract-ops, minimal worker
+	// and floor phases run, one after another (default 1). The report
+	// shows the round with the median ratio of Drover to overlapped
+	// contract-ops, and the range of the ratios: on a machine whose
+	// speed drifts, one round's ratio says little.
 	Rounds int
 	// Timeout bounds each phase (default 10m).
 	Timeout time.Duration
@@ -134,7 +136,7 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // runRound runs one round: an untimed warm-up and the Drover phase, then
-// an untimed warm-up and the four raw phases.
+// an untimed warm-up and the five raw phases.
 func runRound(ctx context.Context, cfg Config, url string, warmUp func() error) (benchRound, error) {
 	var (
 		rd  benchRound
@@ -163,6 +165,9 @@ func runRound(ctx context.Context, cfg Config, url string, warmUp func() error) 
 		overlap bool
 	}{
 		{&rd.OpsOverlapped, runOps, true},
+		{&rd.Minimal, func(ctx context.Context, cfg Config, url string, _ bool) (Phase, error) {
+			return runMinimal(ctx, cfg, url)
+		}, true},
 		{&rd.Ops, runOps, false},
 		{&rd.FloorOverlapped, runFloor, true},
 		{&rd.Floor, runFloor, false},

@@ -43,12 +43,13 @@ func TestRun(t *testing.T) {
 	require.InDelta(t, rep.Writes.PerTask, rep.Ops.WritesPerTask, 1e-9, "contract-ops stores what Drover stores")
 	require.Equal(t, n, rep.OpsOverlapped.Completed)
 	require.InDelta(t, rep.Writes.PerTask, rep.OpsOverlapped.WritesPerTask, 1e-9, "overlapped contract-ops stores what Drover stores")
+	require.InDelta(t, rep.Writes.PerTask, rep.Minimal.WritesPerTask, 1e-9, "the minimal worker stores what Drover stores")
 	require.Equal(t, n, rep.FloorOverlapped.Completed)
 	require.InDelta(t, 3, rep.FloorOverlapped.WritesPerTask, 1e-9, "overlapped floor: request, KV put, audit publish")
 	require.Nil(t, rep.Latency, "no latency phase unless asked for")
 	require.Nil(t, rep.Cached, "no cached phase unless asked for")
 
-	for _, ph := range []Phase{rep.Drover, rep.Floor, rep.Ops, rep.FloorOverlapped, rep.OpsOverlapped} {
+	for _, ph := range []Phase{rep.Drover, rep.Floor, rep.Ops, rep.FloorOverlapped, rep.OpsOverlapped, rep.Minimal} {
 		require.Positive(t, ph.TasksPerSec)
 		require.Positive(t, ph.P50)
 		require.GreaterOrEqual(t, ph.P99, ph.P50)
@@ -62,13 +63,16 @@ func TestRun(t *testing.T) {
 	require.InDelta(t, rep.RatioPct/rep.OpsRatioPct*100, rep.DroverOfOpsPct, 1e-6)
 	require.InDelta(t, 100*rep.Drover.TasksPerSec/rep.FloorOverlapped.TasksPerSec, rep.RatioOverlappedPct, 1e-6)
 	require.InDelta(t, 100*rep.Drover.TasksPerSec/rep.OpsOverlapped.TasksPerSec, rep.DroverOfOpsOverlappedPct, 1e-6)
+	require.Equal(t, rep.Tasks, rep.Minimal.Completed)
+	require.InDelta(t, 100*rep.Drover.TasksPerSec/rep.Minimal.TasksPerSec, rep.DroverOfMinimalPct, 1e-6)
+	require.InDelta(t, 100*rep.Minimal.TasksPerSec/rep.OpsOverlapped.TasksPerSec, rep.MinimalOfOpsOverlappedPct, 1e-6)
 	require.NotZero(t, prof.Len(), "cpu profile written")
 	require.NotZero(t, mem.Len(), "allocation profile written")
 
 	var text bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))
 	for _, label := range []string{"of the floor", "floor (sequential)", "floor (overlapped)",
-		"contract-ops (sequential)", "contract-ops (overlapped)", "per operation", "audit publish (fenced)", "allocs/task", "GCs"} {
+		"contract-ops (sequential)", "contract-ops (overlapped)", "minimal worker", "per operation", "audit publish (fenced)", "allocs/task", "GCs"} {
 		require.Contains(t, text.String(), label)
 	}
 	require.Contains(t, text.String(), "DROVER_BENCH_AUDIT")
@@ -78,7 +82,8 @@ func TestRun(t *testing.T) {
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
 	require.Contains(t, back, "ratio_pct")
 	for _, key := range []string{"contract_ops", "contract_ops_overlapped", "floor", "floor_overlapped",
-		"ratio_overlapped_pct", "drover_of_contract_ops_overlapped_pct"} {
+		"ratio_overlapped_pct", "drover_of_contract_ops_overlapped_pct", "minimal_worker", "drover_of_minimal_worker_pct",
+		"minimal_worker_of_contract_ops_overlapped_pct"} {
 		require.Contains(t, back, key)
 	}
 

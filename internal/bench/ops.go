@@ -69,6 +69,24 @@ func runOps(ctx context.Context, cfg Config, url string, overlap bool) (Phase, e
 	}).run(ctx, url)
 }
 
+// runMinimal runs the minimal worker's phase: contract-ops (overlapped)
+// with each task's data made for real (taskData).
+func runMinimal(ctx context.Context, cfg Config, url string) (Phase, error) {
+	m, err := newDataMaker(cfg)
+	if err != nil {
+		return Phase{}, err
+	}
+	return newRaw(cfg, "minimal worker", "min", 2, func(ctx context.Context, r *raw, i int) error {
+		t := &opsTask{ctx: ctx, r: r, i: i, task: "t" + strconv.Itoa(i)}
+		t.key = "bench." + t.task
+		var err error
+		if t.data, err = m.make(ctx, i, r.auditTo, t.key); err != nil {
+			return err
+		}
+		return t.overlapped()
+	}).run(ctx, url)
+}
+
 // runOpsCached runs the cached contract-ops phase: per task, the
 // JetStream operations the contract requires of a task whose three roles
 // are cache hits, made by a careful hand-written worker with none of
@@ -119,7 +137,8 @@ type opsTask struct {
 	i         int
 	v         opsValues
 	task, key string
-	seq       uint64 // the task's last audit sequence: the next event's fence
+	seq       uint64    // the task's last audit sequence: the next event's fence
+	data      *taskData // the minimal worker's data; nil: contract-ops' padding
 }
 
 // put is a cache put in flight.
@@ -140,9 +159,12 @@ func (t *opsTask) stateGet() error {
 
 // lookup is a role's cache lookup (a miss), then, the role having run, the
 // asynchronous put of its result.
-func (t *opsTask) lookup(role string) (put, error) {
+func (t *opsTask) lookup(r int) (put, error) {
 	cache := t.r.kv[1]
-	k := cacheKey(role, t.i)
+	k, entry := cacheKey(string(taskRoles[r]), t.i), t.v.entry
+	if t.data != nil {
+		k, entry = t.data.keys[r], t.data.entries[r]
+	}
 	start := time.Now()
 	if _, err := cache.Get(t.ctx, k); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return put{}, fmt.Errorf("cache get %s: want a miss, got %v", k, err)
@@ -150,7 +172,7 @@ func (t *opsTask) lookup(role string) (put, error) {
 	t.r.ops.since("cache get (miss)", start)
 	p := put{start: time.Now()}
 	var err error
-	p.f, err = t.r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + cache.Bucket() + "." + k, Data: t.v.entry})
+	p.f, err = t.r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + cache.Bucket() + "." + k, Data: entry})
 	return p, err
 }
 
@@ -179,6 +201,9 @@ func (t *opsTask) hit(role string) error {
 
 // create is the first state write: it fails if the key exists.
 func (t *opsTask) create() (uint64, error) {
+	if t.data != nil {
+		return t.createWith(t.data.first)
+	}
 	return t.createWith(t.v.first)
 }
 
@@ -195,8 +220,12 @@ func (t *opsTask) createWith(value []byte) (uint64, error) {
 
 // update is the last state write, a CAS on the first's revision.
 func (t *opsTask) update(rev uint64) error {
+	final := t.v.final
+	if t.data != nil {
+		final = t.data.final
+	}
 	start := time.Now()
-	if _, err := t.r.kv[0].Update(t.ctx, t.key, t.v.final, rev); err != nil {
+	if _, err := t.r.kv[0].Update(t.ctx, t.key, final, rev); err != nil {
 		return fmt.Errorf("state update %s: %w", t.key, err)
 	}
 	t.r.ops.since("state update (CAS)", start)
@@ -205,7 +234,11 @@ func (t *opsTask) update(rev uint64) error {
 
 // publish publishes one audit event fenced on the task's last audit
 // sequence, as the contract requires, and moves the fence on.
-func (t *opsTask) publish(actor, eventType string) error {
+func (t *opsTask) publish(k int) error {
+	if t.data != nil {
+		return t.send(t.data.events[k], t.data.events[k].Header.Get(subjects.HeaderMsgID))
+	}
+	actor, eventType := taskEvents[k].actor, taskEvents[k].eventType
 	id := "bench/" + t.task + "/1/" + actor + "/" + eventType
 	h := nats.Header{
 		subjects.HeaderMsgID:         {id},
@@ -218,7 +251,12 @@ func (t *opsTask) publish(actor, eventType string) error {
 		subjects.HeaderCESubject:     {"bench/" + t.task},
 		subjects.HeaderCEContentType: {"application/json"},
 	}
-	msg := &nats.Msg{Subject: t.r.auditTo + t.key + "." + actor + "." + eventType, Header: h, Data: t.v.event}
+	return t.send(&nats.Msg{Subject: t.r.auditTo + t.key + "." + actor + "." + eventType, Header: h, Data: t.v.event}, id)
+}
+
+// send publishes an audit event fenced on the task's last audit sequence
+// and moves the fence on.
+func (t *opsTask) send(msg *nats.Msg, id string) error {
 	start := time.Now()
 	ack, err := t.r.js.PublishMsg(t.ctx, msg, jetstream.WithExpectLastSequenceForSubject(t.seq, t.r.auditTo+t.key+".>"))
 	if err != nil {
@@ -233,7 +271,7 @@ func (t *opsTask) publish(actor, eventType string) error {
 // decision) in the background, while the next roles run.
 func (t *opsTask) flushFirst() <-chan error {
 	flushed := make(chan error, 1)
-	go func() { flushed <- t.publishAll(taskEvents[:2]) }()
+	go func() { flushed <- t.publishAll(0, 2) }()
 	return flushed
 }
 
@@ -250,10 +288,11 @@ var taskEvents = []auditEvent{
 	{"system", string(subjects.EventTaskCompleted)},
 }
 
-// publishAll publishes evs one after another, each fenced on the last.
-func (t *opsTask) publishAll(evs []auditEvent) error {
-	for _, ev := range evs {
-		if err := t.publish(ev.actor, ev.eventType); err != nil {
+// publishAll publishes taskEvents[from:to] one after another, each fenced
+// on the last.
+func (t *opsTask) publishAll(from, to int) error {
+	for k := from; k < to; k++ {
+		if err := t.publish(k); err != nil {
 			return err
 		}
 	}
@@ -261,7 +300,7 @@ func (t *opsTask) publishAll(evs []auditEvent) error {
 }
 
 // flushLast publishes the last commit's events; the terminal one is last.
-func (t *opsTask) flushLast() error { return t.publishAll(taskEvents[2:]) }
+func (t *opsTask) flushLast() error { return t.publishAll(2, len(taskEvents)) }
 
 // sequential is Drover's order and overlap today: a state read (none
 // yet); per role a cache lookup (a miss) and an asynchronous cache put; the
@@ -272,7 +311,7 @@ func (t *opsTask) sequential() error {
 	if err := t.stateGet(); err != nil {
 		return err
 	}
-	planned, err := t.lookup("planner")
+	planned, err := t.lookup(0)
 	if err != nil {
 		return err
 	}
@@ -284,10 +323,10 @@ func (t *opsTask) sequential() error {
 		return err
 	}
 	flushed := t.flushFirst()
-	changed, err := t.lookup("implementer")
+	changed, err := t.lookup(1)
 	var judged put
 	if err == nil {
-		judged, err = t.lookup("judge")
+		judged, err = t.lookup(2)
 	}
 	if ferr := <-flushed; err == nil {
 		err = ferr
@@ -322,7 +361,7 @@ func (t *opsTask) sequential() error {
 func (t *opsTask) overlapped() error {
 	var planned put
 	if err := t.alongsideClaim(func() (err error) {
-		planned, err = t.lookup("planner")
+		planned, err = t.lookup(0)
 		return err
 	}); err != nil {
 		return err
@@ -335,10 +374,10 @@ func (t *opsTask) overlapped() error {
 		return err
 	}
 	flushed := t.flushFirst()
-	changed, err := t.lookup("implementer")
+	changed, err := t.lookup(1)
 	var judged put
 	if err == nil {
-		judged, err = t.lookup("judge")
+		judged, err = t.lookup(2)
 	}
 	if err == nil {
 		err = t.update(rev)
@@ -369,7 +408,7 @@ func (t *opsTask) cached() error {
 	if _, err := t.createWith(t.v.final); err != nil {
 		return err
 	}
-	return t.publishAll(taskEvents)
+	return t.publishAll(0, len(taskEvents))
 }
 
 // alongsideClaim runs the claim read (stateGet) while lookup runs, as a

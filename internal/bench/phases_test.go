@@ -21,9 +21,10 @@ func phaseConfig(t *testing.T, url string) Config {
 	return cfg
 }
 
-// Both floors and both contract-ops phases end every task, store the same
-// writes whatever their overlap, and break their operations down: the
-// overlapped ones do the same operations, in flight together.
+// Both floors, both contract-ops phases and the minimal worker end every
+// task, store the same writes whatever their overlap, and break their
+// operations down: the overlapped ones do the same operations, in flight
+// together.
 func TestRawPhasesOverlapped(t *testing.T) {
 	srv := natstest.Server(t)
 	cfg := phaseConfig(t, srv.ClientURL())
@@ -46,6 +47,12 @@ func TestRawPhasesOverlapped(t *testing.T) {
 			map[string]float64{"kv get": 1, "kv put": 1, "ack": 1},
 			map[string]float64{"audit publish (async)": 1}},
 		{"contract-ops", runOps, 11,
+			map[string]float64{"state get (claim read)": 1, "cache get (miss)": 3, "state create (CAS)": 1,
+				"state update (CAS)": 1, "audit publish (fenced)": 5, "ack": 1},
+			map[string]float64{"cache put (async)": 3}},
+		{"minimal worker", func(ctx context.Context, cfg Config, url string, _ bool) (Phase, error) {
+			return runMinimal(ctx, cfg, url)
+		}, 11,
 			map[string]float64{"state get (claim read)": 1, "cache get (miss)": 3, "state create (CAS)": 1,
 				"state update (CAS)": 1, "audit publish (fenced)": 5, "ack": 1},
 			map[string]float64{"cache put (async)": 3}},

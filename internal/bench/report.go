@@ -81,6 +81,10 @@ type Report struct {
 	// OpsOverlapped makes them overlapped as far as the contract allows.
 	Ops           Phase `json:"contract_ops"`
 	OpsOverlapped Phase `json:"contract_ops_overlapped"`
+	// Minimal is the minimal worker: overlapped contract-ops with each
+	// task's data made for real, with Drover's encoders and sim but none
+	// of its pipeline (taskData).
+	Minimal Phase `json:"minimal_worker"`
 	// RatioPct and RatioOverlappedPct are Drover's throughput as a
 	// percentage of the sequential and of the overlapped floor's.
 	RatioPct           float64 `json:"ratio_pct"`
@@ -93,7 +97,13 @@ type Report struct {
 	OpsOverlappedRatioPct    float64 `json:"contract_ops_overlapped_ratio_pct"`
 	DroverOfOpsPct           float64 `json:"drover_of_contract_ops_pct"`
 	DroverOfOpsOverlappedPct float64 `json:"drover_of_contract_ops_overlapped_pct"`
-	Writes                   Writes  `json:"writes"`
+	// DroverOfMinimalPct is Drover's throughput as a percentage of the
+	// minimal worker's: what Drover's pipeline costs. MinimalOfOpsOverlappedPct
+	// is the minimal worker's as a percentage of overlapped contract-ops':
+	// what making the data costs.
+	DroverOfMinimalPct        float64 `json:"drover_of_minimal_worker_pct"`
+	MinimalOfOpsOverlappedPct float64 `json:"minimal_worker_of_contract_ops_overlapped_pct"`
+	Writes                    Writes  `json:"writes"`
 	// Rounds lists every round's ratios when there was more than one; the
 	// phases above are the median round's.
 	Rounds []Round `json:"rounds,omitempty"`
@@ -172,6 +182,8 @@ func (r *Report) finish() {
 	r.OpsOverlappedRatioPct = pct(r.OpsOverlapped, r.FloorOverlapped)
 	r.DroverOfOpsPct = pct(r.Drover, r.Ops)
 	r.DroverOfOpsOverlappedPct = pct(r.Drover, r.OpsOverlapped)
+	r.DroverOfMinimalPct = pct(r.Drover, r.Minimal)
+	r.MinimalOfOpsOverlappedPct = pct(r.Minimal, r.OpsOverlapped)
 }
 
 // pct is a's throughput as a percentage of b's (0 when b has none).
@@ -201,6 +213,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	row("drover", r.Drover, "")
 	row("contract-ops (overlapped)", r.OpsOverlapped, fmt.Sprintf("%.2f", r.DroverOfOpsOverlappedPct/100))
+	row("minimal worker", r.Minimal, fmt.Sprintf("%.2f", r.DroverOfMinimalPct/100))
 	row("contract-ops (sequential)", r.Ops, fmt.Sprintf("%.2f", r.DroverOfOpsPct/100))
 	row("floor (overlapped)", r.FloorOverlapped, fmt.Sprintf("%.2f", r.RatioOverlappedPct/100))
 	row("floor (sequential)", r.Floor, fmt.Sprintf("%.2f", r.RatioPct/100))
@@ -212,6 +225,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		r.RatioOverlappedPct, r.RatioPct, TargetRatioPct)
 	fmt.Fprintf(w, "  contract-ops (Drover's JetStream operations, none of its code): overlapped %.1f%% of the floor (overlapped), sequential %.1f%% of the floor (sequential)\n",
 		r.OpsOverlappedRatioPct, r.OpsRatioPct)
+	fmt.Fprintf(w, "  minimal worker (contract-ops with the data made for real by Drover's encoders and sim, none of its pipeline): %.2f of contract-ops (overlapped); drover %.2f of it\n",
+		r.MinimalOfOpsOverlappedPct/100, r.DroverOfMinimalPct/100)
 	writeRounds(w, r.Rounds)
 	fmt.Fprintf(w, "stored writes per task: %.2f including the request, %.2f excluding it (target: <= %.0f); floor %.2f including\n",
 		r.Writes.PerTask, r.Writes.PerTaskExcl, MaxWritesPerTask, r.Floor.WritesPerTask)

@@ -12,6 +12,7 @@ type benchRound struct {
 	Drover                 Phase
 	Writes                 Writes
 	Ops, OpsOverlapped     Phase
+	Minimal                Phase
 	Floor, FloorOverlapped Phase
 }
 
@@ -21,11 +22,17 @@ type Round struct {
 	DroverTasksPerSec          float64 `json:"drover_tasks_per_s"`
 	OpsOverlappedTasksPerSec   float64 `json:"contract_ops_overlapped_tasks_per_s"`
 	FloorOverlappedTasksPerSec float64 `json:"floor_overlapped_tasks_per_s"`
+	MinimalTasksPerSec         float64 `json:"minimal_worker_tasks_per_s"`
 	// DroverOfOpsOverlappedPct and RatioOverlappedPct are Drover's
 	// throughput as a percentage of overlapped contract-ops' and of the
 	// overlapped floor's in this round.
 	DroverOfOpsOverlappedPct float64 `json:"drover_of_contract_ops_overlapped_pct"`
 	RatioOverlappedPct       float64 `json:"ratio_overlapped_pct"`
+	// DroverOfMinimalPct is Drover's throughput as a percentage of the
+	// minimal worker's, MinimalOfOpsOverlappedPct the minimal worker's of
+	// overlapped contract-ops'.
+	DroverOfMinimalPct        float64 `json:"drover_of_minimal_worker_pct"`
+	MinimalOfOpsOverlappedPct float64 `json:"minimal_worker_of_contract_ops_overlapped_pct"`
 	// Median marks the round the report's phases are from.
 	Median bool `json:"median,omitempty"`
 }
@@ -47,6 +54,7 @@ func (r *Report) setRounds(rounds []benchRound) {
 	rd := rounds[m]
 	r.Drover, r.Writes = rd.Drover, rd.Writes
 	r.Ops, r.OpsOverlapped, r.Floor, r.FloorOverlapped = rd.Ops, rd.OpsOverlapped, rd.Floor, rd.FloorOverlapped
+	r.Minimal = rd.Minimal
 	if len(rounds) == 1 {
 		return
 	}
@@ -56,8 +64,11 @@ func (r *Report) setRounds(rounds []benchRound) {
 			DroverTasksPerSec:          rd.Drover.TasksPerSec,
 			OpsOverlappedTasksPerSec:   rd.OpsOverlapped.TasksPerSec,
 			FloorOverlappedTasksPerSec: rd.FloorOverlapped.TasksPerSec,
+			MinimalTasksPerSec:         rd.Minimal.TasksPerSec,
 			DroverOfOpsOverlappedPct:   pct(rd.Drover, rd.OpsOverlapped),
 			RatioOverlappedPct:         pct(rd.Drover, rd.FloorOverlapped),
+			DroverOfMinimalPct:         pct(rd.Drover, rd.Minimal),
+			MinimalOfOpsOverlappedPct:  pct(rd.Minimal, rd.OpsOverlapped),
 			Median:                     i == m,
 		}
 	}
@@ -70,20 +81,27 @@ func writeRounds(w io.Writer, rounds []Round) {
 	}
 	ops := make([]float64, len(rounds))
 	floor := make([]float64, len(rounds))
+	ofMin := make([]float64, len(rounds))
+	minOfOps := make([]float64, len(rounds))
 	fmt.Fprintf(w, "\n%d rounds (the tables above are the median round's, marked *):\n", len(rounds))
 	for i, rd := range rounds {
 		mark := " "
 		if rd.Median {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "  %s round %d: drover %.0f tasks/s, %.2f of contract-ops (overlapped, %.0f tasks/s), %.1f%% of the floor (overlapped, %.0f tasks/s)\n",
-			mark, i+1, rd.DroverTasksPerSec, rd.DroverOfOpsOverlappedPct/100, rd.OpsOverlappedTasksPerSec, rd.RatioOverlappedPct, rd.FloorOverlappedTasksPerSec)
+		fmt.Fprintf(w, "  %s round %d: drover %.0f tasks/s, %.2f of contract-ops (overlapped, %.0f tasks/s), %.1f%% of the floor (overlapped, %.0f tasks/s), %.2f of the minimal worker (%.0f tasks/s, %.2f of contract-ops)\n",
+			mark, i+1, rd.DroverTasksPerSec, rd.DroverOfOpsOverlappedPct/100, rd.OpsOverlappedTasksPerSec, rd.RatioOverlappedPct, rd.FloorOverlappedTasksPerSec,
+			rd.DroverOfMinimalPct/100, rd.MinimalTasksPerSec, rd.MinimalOfOpsOverlappedPct/100)
 		ops[i], floor[i] = rd.DroverOfOpsOverlappedPct/100, rd.RatioOverlappedPct
+		ofMin[i], minOfOps[i] = rd.DroverOfMinimalPct/100, rd.MinimalOfOpsOverlappedPct/100
 	}
-	slices.Sort(ops)
-	slices.Sort(floor)
+	for _, v := range [][]float64{ops, floor, ofMin, minOfOps} {
+		slices.Sort(v)
+	}
 	fmt.Fprintf(w, "  drover / contract-ops (overlapped): %.2f-%.2f, median %.2f; drover / floor (overlapped): %.1f-%.1f%%, median %.1f%%\n",
 		ops[0], ops[len(ops)-1], median(ops), floor[0], floor[len(floor)-1], median(floor))
+	fmt.Fprintf(w, "  drover / minimal worker: %.2f-%.2f, median %.2f; minimal worker / contract-ops (overlapped): %.2f-%.2f, median %.2f\n",
+		ofMin[0], ofMin[len(ofMin)-1], median(ofMin), minOfOps[0], minOfOps[len(minOfOps)-1], median(minOfOps))
 }
 
 // median is the median of sorted values (the mean of the middle two of an

@@ -15,6 +15,7 @@ func TestSetRoundsPicksTheMedianRatio(t *testing.T) {
 		return benchRound{
 			Drover:          Phase{TasksPerSec: drover, Completed: int(drover)},
 			OpsOverlapped:   Phase{TasksPerSec: ops},
+			Minimal:         Phase{TasksPerSec: 0.9 * ops},
 			FloorOverlapped: Phase{TasksPerSec: 4 * ops},
 			Writes:          Writes{PerTask: drover},
 		}
@@ -35,6 +36,7 @@ func TestSetRoundsPicksTheMedianRatio(t *testing.T) {
 			want := tc.rounds[tc.median]
 			require.Equal(t, want.Drover, r.Drover)
 			require.Equal(t, want.OpsOverlapped, r.OpsOverlapped)
+			require.Equal(t, want.Minimal, r.Minimal, "the minimal worker is the same round's")
 			require.Equal(t, want.Writes, r.Writes, "the writes are the same round's")
 			if len(tc.rounds) == 1 {
 				require.Nil(t, r.Rounds)
@@ -45,11 +47,14 @@ func TestSetRoundsPicksTheMedianRatio(t *testing.T) {
 				require.Equal(t, i == tc.median, x.Median, "round %d", i)
 				require.InDelta(t, 100*tc.rounds[i].Drover.TasksPerSec/tc.rounds[i].OpsOverlapped.TasksPerSec, x.DroverOfOpsOverlappedPct, 1e-9)
 				require.InDelta(t, 25*tc.rounds[i].Drover.TasksPerSec/tc.rounds[i].OpsOverlapped.TasksPerSec, x.RatioOverlappedPct, 1e-9)
+				require.InDelta(t, 100*tc.rounds[i].Drover.TasksPerSec/tc.rounds[i].Minimal.TasksPerSec, x.DroverOfMinimalPct, 1e-9)
+				require.InDelta(t, 90, x.MinimalOfOpsOverlappedPct, 1e-9)
 			}
 			var text bytes.Buffer
 			writeRounds(&text, r.Rounds)
 			require.Contains(t, text.String(), "rounds (the tables above are the median round's")
 			require.Contains(t, text.String(), "drover / contract-ops (overlapped): ")
+			require.Contains(t, text.String(), "drover / minimal worker: ")
 			require.Contains(t, text.String(), ", median ")
 		})
 	}

@@ -40,7 +40,13 @@ the JetStream operations Drover performs for each task (the state read, a
 cache lookup and put per role, two state writes, five fenced audit events
 with the contract's headers, the ack), with the same sizes, but none of
 Drover's own work: how much of the gap to the floor is Drover's code and
-how much the contract's operations.
+how much the contract's operations. The minimal worker is overlapped
+contract-ops with each task's data made for real, by Drover's own encoders
+and sim but none of its pipeline (the request decoded strictly, the three
+roles' results, cache keys and entries, the five events with their headers
+and hash-chain links, the two states with their outboxes): Drover's ratio
+to it is what the pipeline costs, its ratio to contract-ops what the data
+costs.
 
 The floor and contract-ops each run twice: "sequential" makes their
 operations one after another (the floor) or in Drover's order today
@@ -49,7 +55,7 @@ would (asynchronous publishes and KV writes in flight together, waiting
 only where correctness needs the answer: the task is acked only once its
 audit event is stored, a CAS state write completes before the one that
 depends on its revision). The overlapped floor is the honest one. Each raw
-phase prints a per-operation latency breakdown. With --rounds N those phases
+phase prints a per-operation latency breakdown. With --rounds N the phases
 run N times and the report is the round with the median ratio of Drover to
 overlapped contract-ops, with every round's ratios: on a machine whose speed
 drifts, one round says little. The Drover, contract-ops and floor phases
@@ -154,7 +160,7 @@ unless --keep.`,
 	f.IntVar(&latency, "latency-tasks", bench.DefaultLatencyTasks, "tasks of the latency phase, one at a time on an idle worker (0: skip it)")
 	f.IntVar(&cached, "cached-tasks", bench.DefaultCachedTasks, "unchanged tasks of the cached phase, run twice (0: skip it)")
 	f.StringVar(&syncFlag, "sync", "always", `embedded server's fsync: "always" (before every ack) or an interval such as 2m (nats-server's default)`)
-	f.IntVar(&rounds, "rounds", 1, "run the drover, contract-ops and floor phases this many times and report the round with the median ratio, and the range")
+	f.IntVar(&rounds, "rounds", 1, "run the drover, contract-ops, minimal worker and floor phases this many times and report the round with the median ratio, and the range")
 	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the drover phase to this file")
 	f.StringVar(&memProfile, "memprofile", "", "write an allocation profile of the drover phase to this file")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")

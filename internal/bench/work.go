@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/subjects"
+)
+
+// taskData is what the minimal worker stores for one cold one-round task:
+// the data itself, made for real, where contract-ops stores padding of the
+// same sizes. The minimal worker is contract-ops (overlapped) plus the work
+// no implementation of the contract can skip: it decodes the request
+// strictly, runs the sim for the three roles, computes their cache keys and
+// encodes their cache entries, builds the five events with the contract's
+// headers, encodes them and links each to the one before (the hash chain),
+// and encodes the task's two states with their outboxes. It uses Drover's
+// own encoders, sim and header builder, and none of its pipeline: no claim
+// rules, workflow gate, heartbeats, retries, metrics, spans or timeout per
+// operation. Drover's ratio to it is what the pipeline costs; its ratio to
+// contract-ops is what the data costs.
+type taskData struct {
+	entries      [3][]byte    // the roles' cache entries, in role order
+	keys         [3]string    // their cache keys
+	events       [5]*nats.Msg // taskEvents' messages, Drover-Prev set
+	first, final []byte       // the state after the planner, the last one
+}
+
+// taskRoles are the roles of a one-round task in their order.
+var taskRoles = [3]subjects.Role{subjects.RolePlanner, subjects.RoleImplementer, subjects.RoleJudge}
+
+// dataMaker makes the minimal worker's task data.
+type dataMaker struct {
+	pub    *audit.Publisher // builds the events' messages; publishes none
+	sim    *runner.Sim
+	limits subjects.Limits
+	bodies [][]byte // each task's request, as a producer publishes it
+}
+
+// newDataMaker makes the data of cfg.Tasks tasks of a fresh workflow,
+// their requests encoded beforehand (a producer's work, not a worker's).
+func newDataMaker(cfg Config) (*dataMaker, error) {
+	m := &dataMaker{pub: audit.NewPublisher(nil, cfg.Names), sim: runner.NewSim(runner.SimOptions{}),
+		limits: subjects.Limits{MaxBytes: subjects.DefaultMaxBodyBytes}, bodies: make([][]byte, cfg.Tasks)}
+	wf := fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano())
+	for i := range m.bodies {
+		msg, err := producer.Msg(cfg.Names, Queue, benchRequest(wf, i, coldScope(wf)))
+		if err != nil {
+			return nil, fmt.Errorf("bench: task %d: %w", i, err)
+		}
+		m.bodies[i] = msg.Data
+	}
+	return m, nil
+}
+
+// minimalWorker is the worker the minimal worker's data names.
+const minimalWorker = "drover-bench"
+
+// make is task i's data; auditTo and key make its audit subjects.
+func (m *dataMaker) make(ctx context.Context, i int, auditTo, key string) (*taskData, error) {
+	req, rej := subjects.DecodeTask(m.bodies[i], m.limits)
+	if rej != nil {
+		return nil, fmt.Errorf("request %d: %w", i, rej)
+	}
+	req = req.WithDefaults()
+	now := time.Now().UTC()
+	d := &taskData{}
+	st := subjects.TaskState{Workflow: req.Workflow, Task: req.ID, State: subjects.StateRunning, Attempt: 1,
+		Outputs: make(map[subjects.Role]string, 3), UpdatedAt: now, Worker: minimalWorker, Queue: Queue,
+		StreamSeq: uint64(i + 1), Delivery: 1, Type: req.Type}
+	newEvent := func(et subjects.EventType, actor subjects.Actor) *subjects.AuditEvent {
+		return &subjects.AuditEvent{EventID: subjects.EventID(req.Workflow, req.ID, 1, actor, et, 0), EventType: et,
+			WorkflowID: req.Workflow, TaskID: req.ID, Actor: actor, Attempt: 1, Timestamp: now, Status: subjects.StatusSuccess, Worker: minimalWorker}
+	}
+	var (
+		outbox []subjects.OutboxItem
+		prev   string
+		n      int
+	)
+	add := func(ev *subjects.AuditEvent) error {
+		oe, err := subjects.EncodeEvent(ev)
+		if err != nil {
+			return err
+		}
+		msg := m.pub.Msg(oe, "")
+		msg.Subject = auditTo + key + "." + string(oe.Actor) + "." + string(oe.Type)
+		msg.Header[subjects.HeaderPrev] = []string{prev}
+		prev = audit.LinkHex(msg.Subject, prev, msg.Data)
+		d.events[n] = msg
+		n++
+		outbox = append(outbox, subjects.OutboxItem{Event: oe})
+		return nil
+	}
+	input, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	ev := newEvent(subjects.EventTaskAccepted, subjects.ActorSystem)
+	ev.Action, ev.Input = "accepted", input
+	md := subjects.AppendJSONString([]byte(`{"queue":`), Queue)
+	ev.Metadata = append(strconv.AppendInt(append(md, `,"stream_seq":`...), int64(i+1), 10), '}')
+	if err := add(ev); err != nil {
+		return nil, err
+	}
+	var plan, change json.RawMessage
+	for r, role := range taskRoles {
+		rq := runner.Request{Role: role, Task: req, Attempt: 1, Plan: plan, Change: change}
+		d.keys[r] = cache.Key(m.sim.Identity(), rq)
+		res, err := m.sim.Run(ctx, rq)
+		if err != nil {
+			return nil, err
+		}
+		if d.entries[r], err = runner.EncodeResult(res); err != nil {
+			return nil, err
+		}
+		st.Outputs[role] = d.keys[r]
+		ev := newEvent(subjects.RoleEvent(role), subjects.ActorOf(role))
+		ev.Action, ev.Reasoning, ev.Output = res.Action, res.Reasoning, res.Output
+		ev.Input = append(subjects.AppendJSONString([]byte(`{"attempt":1,"cache_key":`), d.keys[r]), '}')
+		if err := add(ev); err != nil {
+			return nil, err
+		}
+		switch role {
+		case subjects.RolePlanner:
+			plan = res.Output
+			st.Stage, st.Outbox = string(subjects.RoleImplementer), outbox
+			if d.first, err = subjects.MarshalTaskState(&st); err != nil {
+				return nil, err
+			}
+			outbox = nil
+		case subjects.RoleImplementer:
+			change = res.Output
+		}
+	}
+	ev = newEvent(subjects.EventTaskCompleted, subjects.ActorSystem)
+	ev.Action, ev.Output = "completed", change
+	if err := add(ev); err != nil {
+		return nil, err
+	}
+	st.State, st.Stage, st.Result, st.Outbox, st.UpdatedAt = subjects.StateCompleted, subjects.StageDone, change, outbox, time.Now().UTC()
+	if d.final, err = subjects.MarshalTaskState(&st); err != nil {
+		return nil, err
+	}
+	return d, nil
+}

@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/subjects"
+)
+
+// The minimal worker's data is a task's real record: five events in the
+// contract's order, each with its headers and linked to the one before,
+// cache entries that decode to the sim's results under their keys, and two
+// states whose outboxes hold the events of each commit.
+func TestTaskDataIsATasksRecord(t *testing.T) {
+	cfg, err := Config{Tasks: 3}.withDefaults()
+	require.NoError(t, err)
+	m, err := newDataMaker(cfg)
+	require.NoError(t, err)
+	d, err := m.make(context.Background(), 2, "p.audit.", "bench.t2")
+	require.NoError(t, err)
+
+	req, rej := subjects.DecodeTask(m.bodies[2], m.limits)
+	require.Nil(t, rej)
+	prev := ""
+	for k, msg := range d.events {
+		var ev subjects.AuditEvent
+		require.NoError(t, json.Unmarshal(msg.Data, &ev), "event %d", k)
+		require.Equal(t, taskEvents[k].eventType, string(ev.EventType))
+		require.Equal(t, taskEvents[k].actor, string(ev.Actor))
+		require.Equal(t, req.ID, ev.TaskID)
+		require.Equal(t, "p.audit.bench.t2."+taskEvents[k].actor+"."+taskEvents[k].eventType, msg.Subject)
+		require.Equal(t, ev.EventID, msg.Header.Get(subjects.HeaderMsgID))
+		require.Equal(t, subjects.ContractVersion, msg.Header.Get(subjects.HeaderContract))
+		require.Equal(t, prev, msg.Header.Get(subjects.HeaderPrev), "event %d links to the one before", k)
+		prev = audit.LinkHex(msg.Subject, prev, msg.Data)
+	}
+	sim := runner.NewSim(runner.SimOptions{})
+	var plan, change json.RawMessage
+	for r, role := range taskRoles {
+		rq := runner.Request{Role: role, Task: req.WithDefaults(), Attempt: 1, Plan: plan, Change: change}
+		require.Equal(t, cache.Key(sim.Identity(), rq), d.keys[r])
+		var res runner.Result
+		require.NoError(t, json.Unmarshal(d.entries[r], &res))
+		want, err := sim.Run(context.Background(), rq)
+		require.NoError(t, err)
+		require.JSONEq(t, string(want.Output), string(res.Output))
+		switch role {
+		case subjects.RolePlanner:
+			plan = res.Output
+		case subjects.RoleImplementer:
+			change = res.Output
+		}
+	}
+	for _, tc := range []struct {
+		value  []byte
+		state  string
+		events []int
+	}{{d.first, subjects.StateRunning, []int{0, 1}}, {d.final, subjects.StateCompleted, []int{2, 3, 4}}} {
+		var st subjects.TaskState
+		require.NoError(t, json.Unmarshal(tc.value, &st))
+		require.Equal(t, tc.state, st.State)
+		require.Len(t, st.Outbox, len(tc.events))
+		for j, k := range tc.events {
+			require.Equal(t, d.events[k].Data, st.Outbox[j].Event.Body, "the outbox holds event %d as published", k)
+		}
+	}
+}
