@@ -16,6 +16,19 @@ func TestAppendRawJSON(t *testing.T) {
 	}
 }
 
+// The fast path is taken for what Drover's encoders write: raw JSON already
+// in json.Marshal's form is copied, not handed back.
+func TestAppendRawJSONTakesCanonicalJSON(t *testing.T) {
+	for _, raw := range []string{`{"a":1}`, `null`, `"\u003cb\u003e"`, `[1,"x",{"k":[true]}]`} {
+		got, ok := AppendRawJSON(nil, []byte(raw))
+		require.True(t, ok, raw)
+		require.Equal(t, raw, string(got))
+	}
+	got, ok := AppendRawJSON(nil, nil)
+	require.True(t, ok)
+	require.Equal(t, "null", string(got))
+}
+
 func FuzzAppendRawJSON(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2,{"b":"c"}]}`, ` 1`, `"\u2028"`, `{"a":1,"a":2}`, `tru`} {
 		f.Add([]byte(s))

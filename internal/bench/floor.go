@@ -73,7 +73,7 @@ func floorKV(ctx context.Context, r *raw, i int) error {
 	return nil
 }
 
-func floorWork(ctx context.Context, r *raw, i int) error {
+func floorWork(ctx context.Context, r *raw, i int, _ []byte) error {
 	if err := floorKV(ctx, r, i); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func floorWork(ctx context.Context, r *raw, i int) error {
 	return nil
 }
 
-func floorOverlapWork(ctx context.Context, r *raw, i int) error {
+func floorOverlapWork(ctx context.Context, r *raw, i int, _ []byte) error {
 	start := time.Now()
 	f, err := r.js.PublishMsgAsync(floorMsg(r, i))
 	if err != nil {

@@ -59,7 +59,7 @@ func runOps(ctx context.Context, cfg Config, url string, overlap bool) (Phase, e
 	if overlap {
 		name, tag = "contract-ops (overlapped)", "opsx"
 	}
-	return newRaw(cfg, name, tag, 2, func(ctx context.Context, r *raw, i int) error {
+	return newRaw(cfg, name, tag, 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
 		t := &opsTask{ctx: ctx, r: r, i: i, v: v, task: "t" + strconv.Itoa(i)}
 		t.key = "bench." + t.task
 		if overlap {
@@ -70,21 +70,21 @@ func runOps(ctx context.Context, cfg Config, url string, overlap bool) (Phase, e
 }
 
 // runMinimal runs the minimal worker's phase: contract-ops (overlapped)
-// with each task's data made for real (taskData).
+// with each task's data made for real (taskData), from requests submitted
+// as a producer publishes them.
 func runMinimal(ctx context.Context, cfg Config, url string) (Phase, error) {
-	m, err := newDataMaker(cfg)
-	if err != nil {
-		return Phase{}, err
-	}
-	return newRaw(cfg, "minimal worker", "min", 2, func(ctx context.Context, r *raw, i int) error {
+	m := newDataMaker(cfg)
+	r := newRaw(cfg, "minimal worker", "min", 2, func(ctx context.Context, r *raw, i int, body []byte) error {
 		t := &opsTask{ctx: ctx, r: r, i: i, task: "t" + strconv.Itoa(i)}
 		t.key = "bench." + t.task
 		var err error
-		if t.data, err = m.make(ctx, i, r.auditTo, t.key); err != nil {
+		if t.data, err = m.make(ctx, body, r.auditTo, t.key); err != nil {
 			return err
 		}
 		return t.overlapped()
-	}).run(ctx, url)
+	})
+	r.request, r.index = m.request, m.index
+	return r.run(ctx, url)
 }
 
 // runOpsCached runs the cached contract-ops phase: per task, the
@@ -97,7 +97,7 @@ func runMinimal(ctx context.Context, cfg Config, url string) (Phase, error) {
 // phase, untimed. It is the floor of Drover's cached run on this server.
 func runOpsCached(ctx context.Context, cfg Config, url string) (Phase, error) {
 	v := newOpsValues()
-	r := newRaw(cfg, "contract-ops (fully cached)", "opsc", 2, func(ctx context.Context, r *raw, i int) error {
+	r := newRaw(cfg, "contract-ops (fully cached)", "opsc", 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
 		t := &opsTask{ctx: ctx, r: r, i: i, v: v, task: "t" + strconv.Itoa(i)}
 		t.key = "bench." + t.task
 		return t.cached()
@@ -161,9 +161,12 @@ func (t *opsTask) stateGet() error {
 // asynchronous put of its result.
 func (t *opsTask) lookup(r int) (put, error) {
 	cache := t.r.kv[1]
-	k, entry := cacheKey(string(taskRoles[r]), t.i), t.v.entry
+	var k string
+	var entry []byte
 	if t.data != nil {
 		k, entry = t.data.keys[r], t.data.entries[r]
+	} else {
+		k, entry = cacheKey(string(taskRoles[r]), t.i), t.v.entry
 	}
 	start := time.Now()
 	if _, err := cache.Get(t.ctx, k); !errors.Is(err, jetstream.ErrKeyNotFound) {

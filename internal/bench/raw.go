@@ -27,9 +27,9 @@ const rawFetchWait = 5 * time.Second
 // few publishes each has in flight, so the window never stalls a task.
 const rawAsyncWindow = 1024
 
-// rawWork is a raw phase's per-task work between receiving message i and
-// acking it.
-type rawWork func(ctx context.Context, r *raw, i int) error
+// rawWork is a raw phase's per-task work between receiving message i, of
+// body, and acking it.
+type rawWork func(ctx context.Context, r *raw, i int, body []byte) error
 
 // raw is a phase that drives plain JetStream, with none of Drover's code:
 // its own work-queue stream, audit-like stream and buckets under the
@@ -47,6 +47,11 @@ type raw struct {
 	ops               *opTimes // per-operation latencies
 	work              rawWork
 	prepare           func(ctx context.Context, r *raw) error // before the submit, untimed; may be nil
+	// request, when set, is message i's body and headers (the phase sets
+	// the subject) and index tells a message's i from it; by default the
+	// body is i itself.
+	request func(i int) (*nats.Msg, error)
+	index   func(msg jetstream.Msg) (int, bool)
 	prepared          uint64                                  // the writes prepare made, not counted
 	end               []time.Time
 	handled           []atomic.Bool // a redelivered message counts once
@@ -189,16 +194,41 @@ func (r *raw) remove(ctx context.Context) {
 func (r *raw) submit(ctx context.Context, js jetstream.JetStream, submit []time.Time) error {
 	futures := make([]jetstream.PubAckFuture, len(submit))
 	for i := range submit {
-		id := strconv.Itoa(i)
-		msg := &nats.Msg{Subject: r.taskSubj, Header: nats.Header{}, Data: []byte(id)}
-		msg.Header.Set(subjects.HeaderMsgID, r.name+"/"+id)
+		msg, err := r.message(i)
+		if err != nil {
+			return fmt.Errorf("bench: %s request %d: %w", r.name, i, err)
+		}
 		submit[i] = time.Now()
-		var err error
 		if futures[i], err = js.PublishMsgAsync(msg); err != nil {
 			return fmt.Errorf("bench: %s submit %d: %w", r.name, i, err)
 		}
 	}
 	return checkAcks(ctx, js, futures)
+}
+
+// message is the phase's message i.
+func (r *raw) message(i int) (*nats.Msg, error) {
+	if r.request != nil {
+		msg, err := r.request(i)
+		if err != nil {
+			return nil, err
+		}
+		msg.Subject = r.taskSubj
+		return msg, nil
+	}
+	id := strconv.Itoa(i)
+	msg := &nats.Msg{Subject: r.taskSubj, Header: nats.Header{}, Data: []byte(id)}
+	msg.Header.Set(subjects.HeaderMsgID, r.name+"/"+id)
+	return msg, nil
+}
+
+// indexOf is the i of a message of the phase.
+func (r *raw) indexOf(msg jetstream.Msg) (int, bool) {
+	if r.index != nil {
+		return r.index(msg)
+	}
+	i, err := strconv.Atoi(string(msg.Data()))
+	return i, err == nil
 }
 
 // fetchLoop fetches only for free pool slots, as a task consumer does,
@@ -241,17 +271,17 @@ func (r *raw) fetch(fetchCtx, workCtx context.Context, cons jetstream.Consumer, 
 // handle does the phase's work for one message, acks it and records when
 // it ended.
 func (r *raw) handle(ctx context.Context, msg jetstream.Msg) {
-	i, err := strconv.Atoi(string(msg.Data()))
-	if err != nil || i < 0 || i >= len(r.end) {
-		r.fail(fmt.Errorf("bench: %s message %q is not one of the bench's", r.name, msg.Data()))
+	i, ok := r.indexOf(msg)
+	if !ok || i < 0 || i >= len(r.end) {
+		r.fail(fmt.Errorf("bench: %s message %.80q is not one of the bench's", r.name, msg.Data()))
 		return
 	}
-	if err := r.work(ctx, r, i); err != nil {
+	if err := r.work(ctx, r, i, msg.Data()); err != nil {
 		r.fail(fmt.Errorf("bench: %s: %w", r.name, err))
 		return
 	}
 	start := time.Now()
-	err = msg.Ack()
+	err := msg.Ack()
 	r.ops.since("ack", start)
 	if err != nil {
 		r.fail(fmt.Errorf("bench: %s ack: %w", r.name, err))

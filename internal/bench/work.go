@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/cache"
@@ -19,15 +22,17 @@ import (
 // taskData is what the minimal worker stores for one cold one-round task:
 // the data itself, made for real, where contract-ops stores padding of the
 // same sizes. The minimal worker is contract-ops (overlapped) plus the work
-// no implementation of the contract can skip: it decodes the request
-// strictly, runs the sim for the three roles, computes their cache keys and
-// encodes their cache entries, builds the five events with the contract's
-// headers, encodes them and links each to the one before (the hash chain),
-// and encodes the task's two states with their outboxes. It uses Drover's
-// own encoders, sim and header builder, and none of its pipeline: no claim
-// rules, workflow gate, heartbeats, retries, metrics, spans or timeout per
-// operation. Drover's ratio to it is what the pipeline costs; its ratio to
-// contract-ops is what the data costs.
+// no implementation of the contract can skip: it takes requests published
+// as a producer publishes them, decodes each strictly, runs the sim for the
+// three roles, computes their cache keys and encodes their cache entries,
+// builds the five events with the contract's headers, encodes them and
+// links each to the one before (the hash chain), and encodes the task's two
+// states with their outboxes. It uses Drover's own encoders, sim and header
+// builder, and none of its pipeline: no claim rules, workflow gate,
+// heartbeats, retries, metrics, spans or timeout per operation. Drover's
+// ratio to it is what the pipeline costs; its ratio to contract-ops is what
+// the data costs, a little less than Drover's data: its events carry no
+// durations or role metadata, and no large field is moved to a blob.
 type taskData struct {
 	entries      [3][]byte    // the roles' cache entries, in role order
 	keys         [3]string    // their cache keys
@@ -38,38 +43,50 @@ type taskData struct {
 // taskRoles are the roles of a one-round task in their order.
 var taskRoles = [3]subjects.Role{subjects.RolePlanner, subjects.RoleImplementer, subjects.RoleJudge}
 
-// dataMaker makes the minimal worker's task data.
+// dataMaker makes the minimal worker's requests and task data.
 type dataMaker struct {
+	names  subjects.Names
+	wf     string           // the phase's workflow
 	pub    *audit.Publisher // builds the events' messages; publishes none
 	sim    *runner.Sim
 	limits subjects.Limits
-	bodies [][]byte // each task's request, as a producer publishes it
 }
 
-// newDataMaker makes the data of cfg.Tasks tasks of a fresh workflow,
-// their requests encoded beforehand (a producer's work, not a worker's).
-func newDataMaker(cfg Config) (*dataMaker, error) {
-	m := &dataMaker{pub: audit.NewPublisher(nil, cfg.Names), sim: runner.NewSim(runner.SimOptions{}),
-		limits: subjects.Limits{MaxBytes: subjects.DefaultMaxBodyBytes}, bodies: make([][]byte, cfg.Tasks)}
-	wf := fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano())
-	for i := range m.bodies {
-		msg, err := producer.Msg(cfg.Names, Queue, benchRequest(wf, i, coldScope(wf)))
-		if err != nil {
-			return nil, fmt.Errorf("bench: task %d: %w", i, err)
-		}
-		m.bodies[i] = msg.Data
+// newDataMaker makes the data of the tasks of a fresh workflow.
+func newDataMaker(cfg Config) *dataMaker {
+	return &dataMaker{names: cfg.Names, wf: fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano()),
+		pub: audit.NewPublisher(nil, cfg.Names), sim: runner.NewSim(runner.SimOptions{}),
+		limits: subjects.Limits{MaxBytes: subjects.DefaultMaxBodyBytes}}
+}
+
+// request is task i's request as a producer publishes it: the body and
+// headers of producer.Msg.
+func (m *dataMaker) request(i int) (*nats.Msg, error) {
+	return producer.Msg(m.names, Queue, benchRequest(m.wf, i, coldScope(m.wf)))
+}
+
+// index is the i of a request, from its Nats-Msg-Id ("<workflow>/t<i>").
+func (m *dataMaker) index(msg jetstream.Msg) (int, bool) {
+	wf, task, ok := strings.Cut(msg.Headers().Get(subjects.HeaderMsgID), "/")
+	if !ok || wf != subjects.IDToken(m.wf) {
+		return 0, false
 	}
-	return m, nil
+	return taskIndex(task, math.MaxInt)
 }
 
 // minimalWorker is the worker the minimal worker's data names.
 const minimalWorker = "drover-bench"
 
-// make is task i's data; auditTo and key make its audit subjects.
-func (m *dataMaker) make(ctx context.Context, i int, auditTo, key string) (*taskData, error) {
-	req, rej := subjects.DecodeTask(m.bodies[i], m.limits)
+// make is the data of the task whose request is body; auditTo and key
+// make its audit subjects.
+func (m *dataMaker) make(ctx context.Context, body []byte, auditTo, key string) (*taskData, error) {
+	req, rej := subjects.DecodeTask(body, m.limits)
 	if rej != nil {
-		return nil, fmt.Errorf("request %d: %w", i, rej)
+		return nil, fmt.Errorf("request: %w", rej)
+	}
+	i, ok := taskIndex(req.ID, math.MaxInt)
+	if !ok {
+		return nil, fmt.Errorf("request: task %q is not one of the bench's", req.ID)
 	}
 	req = req.WithDefaults()
 	now := time.Now().UTC()

@@ -20,13 +20,15 @@ import (
 func TestTaskDataIsATasksRecord(t *testing.T) {
 	cfg, err := Config{Tasks: 3}.withDefaults()
 	require.NoError(t, err)
-	m, err := newDataMaker(cfg)
+	m := newDataMaker(cfg)
+	msg, err := m.request(2)
 	require.NoError(t, err)
-	d, err := m.make(context.Background(), 2, "p.audit.", "bench.t2")
+	d, err := m.make(context.Background(), msg.Data, "p.audit.", "bench.t2")
 	require.NoError(t, err)
 
-	req, rej := subjects.DecodeTask(m.bodies[2], m.limits)
+	req, rej := subjects.DecodeTask(msg.Data, m.limits)
 	require.Nil(t, rej)
+	require.Equal(t, "t2", req.ID)
 	prev := ""
 	for k, msg := range d.events {
 		var ev subjects.AuditEvent

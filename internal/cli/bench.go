@@ -42,11 +42,11 @@ with the contract's headers, the ack), with the same sizes, but none of
 Drover's own work: how much of the gap to the floor is Drover's code and
 how much the contract's operations. The minimal worker is overlapped
 contract-ops with each task's data made for real, by Drover's own encoders
-and sim but none of its pipeline (the request decoded strictly, the three
-roles' results, cache keys and entries, the five events with their headers
-and hash-chain links, the two states with their outboxes): Drover's ratio
-to it is what the pipeline costs, its ratio to contract-ops what the data
-costs.
+and sim but none of its pipeline (requests published as a producer
+publishes them and decoded strictly, the three roles' results, cache keys
+and entries, the five events with their headers and hash-chain links, the
+two states with their outboxes): Drover's ratio to it is what the pipeline
+costs, its ratio to contract-ops what the data costs.
 
 The floor and contract-ops each run twice: "sequential" makes their
 operations one after another (the floor) or in Drover's order today

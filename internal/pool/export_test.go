@@ -10,3 +10,6 @@ func (p *Pool) WaitingRunners() int64 { return p.waiting.Load() }
 
 // SetIdle sets how long a runner waits for work.
 func (p *Pool) SetIdle(d time.Duration) { p.idle = d }
+
+// Spawned is how many runners were started.
+func (p *Pool) Spawned() int64 { return p.spawned.Load() }

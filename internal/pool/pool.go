@@ -32,6 +32,7 @@ type Pool struct {
 	idle    time.Duration // how long a runner waits for work
 	runners atomic.Int64  // runners alive
 	waiting atomic.Int64  // runners waiting for work
+	spawned atomic.Int64  // runners started
 
 	wg       sync.WaitGroup
 	inFlight atomic.Int64
@@ -193,19 +194,31 @@ func (p *Pool) Release() {
 // done, waits up to idleRunner for the next one before it ends. A task's
 // goroutine grows its stack while it runs (a pipeline's calls go deep);
 // a runner keeps the stack it grew, so the next task does not grow one
-// from the smallest size again. At most every slot's runner is busy and
-// as many wait; none outlives idleRunner without work.
+// from the smallest size again. A function that finds no runner waiting
+// starts one; past maxRunners (twice the slots: a runner between two
+// functions has given its slot back before it waits again) it runs on a
+// goroutine of its own instead. No runner outlives idleRunner without work.
 func (p *Pool) Go(fn func()) {
 	p.wg.Add(1)
 	p.inFlight.Add(1)
 	p.started.Add(1)
 	select {
 	case p.work <- fn: // a runner waits for work: it takes fn
+		return
 	default:
-		p.runners.Add(1)
-		go p.runner(fn)
 	}
+	for n := p.runners.Load(); n < int64(p.maxRunners()); n = p.runners.Load() {
+		if p.runners.CompareAndSwap(n, n+1) {
+			p.spawned.Add(1)
+			go p.runner(fn)
+			return
+		}
+	}
+	go p.run(fn)
 }
+
+// maxRunners bounds the runners alive at once.
+func (p *Pool) maxRunners() int { return 2 * p.size }
 
 // idleRunner is how long a runner waits for work before it ends: long
 // enough to carry a busy worker from one task to the next, short enough

@@ -25,6 +25,13 @@ func TestEncodeResultIsJSONMarshal(t *testing.T) {
 	}
 }
 
+// A result with no metadata and a compact output is written by hand: one
+// allocation, its buffer (json.Marshal makes two).
+func TestEncodeResultWritesByHand(t *testing.T) {
+	r := Result{Output: json.RawMessage(`{"change":"x"}`), Action: "implemented", Reasoning: "done"}
+	require.InDelta(t, 1, testing.AllocsPerRun(100, func() { _, _ = EncodeResult(r) }), 0)
+}
+
 func FuzzEncodeResult(f *testing.F) {
 	f.Add([]byte(`{"a":1}`), "approve", "fine")
 	f.Add([]byte(` [1]`), "<", "\u2029")
