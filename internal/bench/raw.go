@@ -47,17 +47,17 @@ type raw struct {
 	ops               *opTimes // per-operation latencies
 	work              rawWork
 	prepare           func(ctx context.Context, r *raw) error // before the submit, untimed; may be nil
+	prepared          uint64                                  // the writes prepare made, not counted
+	end               []time.Time
+	handled           []atomic.Bool // a redelivered message counts once
+	done              atomic.Int64
+	allDone           chan struct{}
+	fail              context.CancelCauseFunc
 	// request, when set, is message i's body and headers (the phase sets
 	// the subject) and index tells a message's i from it; by default the
 	// body is i itself.
-	request  func(i int) (*nats.Msg, error)
-	index    func(msg jetstream.Msg) (int, bool)
-	prepared uint64 // the writes prepare made, not counted
-	end      []time.Time
-	handled  []atomic.Bool // a redelivered message counts once
-	done     atomic.Int64
-	allDone  chan struct{}
-	fail     context.CancelCauseFunc
+	request func(i int) (*nats.Msg, error)
+	index   func(msg jetstream.Msg) (int, bool)
 }
 
 // newRaw names a raw phase's streams and buckets after its tag.
