@@ -131,7 +131,7 @@ func currentSettings(ctx context.Context, js jetstream.JetStream, names subjects
 // metrics m (nil: none), until the returned stop is called, which drains
 // it and returns its error. It returns once the worker is fetching.
 func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings, m pipeline.Metrics, pc pipeline.Config) (stop func() error, err error) {
-	pc.Worker = "drover-bench"
+	pc.Worker = benchWorker
 	w, err := worker.New(nc, worker.Config{
 		Names:       cfg.Names,
 		Queues:      []string{Queue},

@@ -78,7 +78,7 @@ func runMinimal(ctx context.Context, cfg Config, url string) (Phase, error) {
 		t := &opsTask{ctx: ctx, r: r, i: i, task: "t" + strconv.Itoa(i)}
 		t.key = "bench." + t.task
 		var err error
-		if t.data, err = m.make(ctx, body, r.auditTo, t.key); err != nil {
+		if t.data, err = m.make(ctx, i, body, r.auditTo, t.key); err != nil {
 			return err
 		}
 		return t.overlapped()

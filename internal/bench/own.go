@@ -20,6 +20,10 @@ const DefaultPrefix = "drover_bench"
 // checkPrefix recognises in an audit stream.
 const workflowPrefix = "bench-"
 
+// benchWorker is the worker name of the Drover phase's worker and of the
+// minimal worker's data.
+const benchWorker = "drover-bench"
+
 // ErrDeploymentPrefix is returned when the bench's prefix is in use by a
 // deployment.
 var ErrDeploymentPrefix = errors.New("bench: the prefix is a deployment's")

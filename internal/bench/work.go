@@ -74,29 +74,22 @@ func (m *dataMaker) index(msg jetstream.Msg) (int, bool) {
 	return taskIndex(task, math.MaxInt)
 }
 
-// minimalWorker is the worker the minimal worker's data names.
-const minimalWorker = "drover-bench"
-
-// make is the data of the task whose request is body; auditTo and key
-// make its audit subjects.
-func (m *dataMaker) make(ctx context.Context, body []byte, auditTo, key string) (*taskData, error) {
+// make is the data of task i, whose request is body; auditTo and key make
+// its audit subjects.
+func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key string) (*taskData, error) {
 	req, rej := subjects.DecodeTask(body, m.limits)
 	if rej != nil {
-		return nil, fmt.Errorf("request: %w", rej)
-	}
-	i, ok := taskIndex(req.ID, math.MaxInt)
-	if !ok {
-		return nil, fmt.Errorf("request: task %q is not one of the bench's", req.ID)
+		return nil, fmt.Errorf("request %d: %w", i, rej)
 	}
 	req = req.WithDefaults()
 	now := time.Now().UTC()
 	d := &taskData{}
 	st := subjects.TaskState{Workflow: req.Workflow, Task: req.ID, State: subjects.StateRunning, Attempt: 1,
-		Outputs: make(map[subjects.Role]string, 3), UpdatedAt: now, Worker: minimalWorker, Queue: Queue,
+		Outputs: make(map[subjects.Role]string, 3), UpdatedAt: now, Worker: benchWorker, Queue: Queue,
 		StreamSeq: uint64(i + 1), Delivery: 1, Type: req.Type}
 	newEvent := func(et subjects.EventType, actor subjects.Actor) *subjects.AuditEvent {
 		return &subjects.AuditEvent{EventID: subjects.EventID(req.Workflow, req.ID, 1, actor, et, 0), EventType: et,
-			WorkflowID: req.Workflow, TaskID: req.ID, Actor: actor, Attempt: 1, Timestamp: now, Status: subjects.StatusSuccess, Worker: minimalWorker}
+			WorkflowID: req.Workflow, TaskID: req.ID, Actor: actor, Attempt: 1, Timestamp: now, Status: subjects.StatusSuccess, Worker: benchWorker}
 	}
 	var (
 		outbox []subjects.OutboxItem

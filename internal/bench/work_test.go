@@ -23,7 +23,7 @@ func TestTaskDataIsATasksRecord(t *testing.T) {
 	m := newDataMaker(cfg)
 	msg, err := m.request(2)
 	require.NoError(t, err)
-	d, err := m.make(context.Background(), msg.Data, "p.audit.", "bench.t2")
+	d, err := m.make(context.Background(), 2, msg.Data, "p.audit.", "bench.t2")
 	require.NoError(t, err)
 
 	req, rej := subjects.DecodeTask(msg.Data, m.limits)
