@@ -52,7 +52,7 @@ type Phase struct {
 	AllocsPerTask     float64 `json:"allocs_per_task"`
 	AllocBytesPerTask float64 `json:"alloc_bytes_per_task"`
 	// GCCycles is how many garbage collections the process ran during the
-	// phase. Every timed phase starts from a collected heap.
+	// phase. Every timed phase starts from a collected heap (collectHeap).
 	GCCycles uint64 `json:"gc_cycles"`
 	// WritesPerTask counts stored writes per task, the request included
 	// (the raw phases; the Drover phase has Report.Writes).

@@ -63,7 +63,8 @@ report their CPU, heap allocations per task and garbage collections (the
 whole process's, an embedded server's included); the Drover phase and the
 first raw phase each follow an untimed warm-up, which takes the start-up
 and the clean-up of the phase before, and every timed phase starts from a
-collected heap.
+collected heap, with none of the embedded server's message-block buffers
+left pooled by the phase before.
 
 The latency phase (--latency-tasks) submits cold tasks one at a time to an
 idle worker and reports the time from one role's runner returning to the
