@@ -91,6 +91,11 @@ type Config struct {
 	// the Drover phase ends (the allocations since the process started,
 	// which the phase's dominate; the embedded server's included).
 	MemProfile io.Writer
+	// ProfileDir, when set, is an existing directory that receives a CPU
+	// profile of each timed phase of the first round (of the Drover phase
+	// unless CPUProfile takes it), a file per phase named after it:
+	// drover.pprof, contract-ops-overlapped.pprof, minimal-worker.pprof, ...
+	ProfileDir string
 	// LatencyTasks is the number of tasks of the latency phase, submitted
 	// one at a time to the idle worker (0: no latency phase).
 	LatencyTasks int
@@ -149,7 +154,7 @@ func runRound(ctx context.Context, cfg Config, url string, warmUp func() error) 
 	// no deletion runs behind it.
 	warmDrover := cfg
 	warmDrover.Tasks, warmDrover.Keep = min(cfg.Tasks, warmUpTasks), true
-	warmDrover.CPUProfile, warmDrover.MemProfile = nil, nil
+	warmDrover.CPUProfile, warmDrover.MemProfile, warmDrover.ProfileDir = nil, nil, ""
 	if _, _, err := runDrover(ctx, warmDrover, url); err != nil {
 		return rd, fmt.Errorf("bench: warm-up: %w", err)
 	}
@@ -216,7 +221,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// the streams of the one before: an untimed warm-up takes that cost,
 	// so it does not fall on whichever raw phase comes next.
 	warm := cfg
-	warm.Tasks = min(cfg.Tasks, warmUpTasks)
+	warm.Tasks, warm.ProfileDir = min(cfg.Tasks, warmUpTasks), ""
 	warmUp := func() error {
 		if _, err := runOps(ctx, warm, url, false); err != nil {
 			return fmt.Errorf("bench: warm-up: %w", err)
@@ -226,8 +231,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rounds := make([]benchRound, 0, cfg.Rounds)
 	for i := range cfg.Rounds {
 		rc := cfg
-		if i > 0 { // one profile, of the first round's Drover phase
-			rc.CPUProfile, rc.MemProfile = nil, nil
+		if i > 0 { // one profile of each phase, the first round's
+			rc.CPUProfile, rc.MemProfile, rc.ProfileDir = nil, nil, ""
 		}
 		rd, err := runRound(ctx, rc, url, warmUp)
 		if err != nil {

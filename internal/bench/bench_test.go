@@ -26,8 +26,9 @@ func TestRun(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	const n = 200
 	var prof, mem bytes.Buffer
+	profiles := t.TempDir()
 	rep, err := Run(context.Background(), Config{
-		Tasks: n, Concurrency: 8, Sync: time.Second, DataDir: dir, CPUProfile: &prof, MemProfile: &mem,
+		Tasks: n, Concurrency: 8, Sync: time.Second, DataDir: dir, CPUProfile: &prof, MemProfile: &mem, ProfileDir: profiles,
 		Timeout: 2 * time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	require.NoError(t, err)
@@ -68,6 +69,15 @@ func TestRun(t *testing.T) {
 	require.InDelta(t, 100*rep.Minimal.TasksPerSec/rep.OpsOverlapped.TasksPerSec, rep.MinimalOfOpsOverlappedPct, 1e-6)
 	require.NotZero(t, prof.Len(), "cpu profile written")
 	require.NotZero(t, mem.Len(), "allocation profile written")
+	written, err := filepath.Glob(filepath.Join(profiles, "*"))
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"contract-ops-overlapped.pprof", "contract-ops-sequential.pprof", "minimal-worker.pprof",
+		"floor-overlapped.pprof", "floor-sequential.pprof"}, baseNames(written), "one profile per raw phase; the Drover phase's went to CPUProfile")
+	for _, f := range written {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.True(t, bytes.HasPrefix(b, []byte{0x1f, 0x8b}), "%s: a CPU profile (gzip-compressed protobuf)", f)
+	}
 
 	var text bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))
@@ -125,4 +135,13 @@ func TestNewPhase(t *testing.T) {
 	require.Equal(t, 2*time.Second, ph.Elapsed)
 	require.InDelta(t, 1.0, ph.TasksPerSec, 1e-9)
 	require.Equal(t, time.Second, ph.P50)
+}
+
+// baseNames is the base names of paths.
+func baseNames(paths []string) []string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = filepath.Base(p)
+	}
+	return names
 }

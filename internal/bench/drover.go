@@ -221,10 +221,9 @@ func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *
 		return err
 	}
 	collectHeap()
-	if cfg.CPUProfile != nil {
-		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
-			return Phase{}, fmt.Errorf("bench: cpu profile: %w", err)
-		}
+	stopProfile, err := startProfile(cfg, cfg.CPUProfile, "drover")
+	if err != nil {
+		return Phase{}, err
 	}
 	n := cfg.Tasks
 	submit := make([]time.Time, n)
@@ -240,8 +239,8 @@ func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *
 		}
 	}
 	used := use.since()
-	if cfg.CPUProfile != nil {
-		pprof.StopCPUProfile()
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = fmt.Errorf("cpu profile: %w", perr)
 	}
 	if cfg.MemProfile != nil {
 		if err := pprof.Lookup("allocs").WriteTo(cfg.MemProfile, 0); err != nil {

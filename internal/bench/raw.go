@@ -122,6 +122,12 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 	go func() { defer wg.Done(); r.fetchLoop(fetchCtx, ctx, cons, pl) }()
 	submit := make([]time.Time, r.cfg.Tasks)
 	collectHeap()
+	stopProfile, err := startProfile(r.cfg, nil, r.name)
+	if err != nil {
+		stopFetch()
+		wg.Wait()
+		return Phase{}, err
+	}
 	use := measure()
 	err = r.submit(ctx, jsP, submit)
 	if err == nil {
@@ -132,6 +138,9 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 		}
 	}
 	used := use.since()
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = fmt.Errorf("bench: %s phase: cpu profile: %w", r.name, perr)
+	}
 	stopFetch()
 	wg.Wait()
 	pl.Wait(context.Background())

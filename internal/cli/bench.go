@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,6 +24,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 		latency, cached    int
 		syncFlag, profile  string
 		memProfile         string
+		profileDir         string
 		rounds             int
 		asJSON, keep       bool
 		timeout            time.Duration
@@ -58,7 +60,9 @@ depends on its revision). The overlapped floor is the honest one. Each raw
 phase prints a per-operation latency breakdown. With --rounds N the phases
 run N times and the report is the round with the median ratio of Drover to
 overlapped contract-ops, with every round's ratios: on a machine whose speed
-drifts, one round says little. The Drover, contract-ops and floor phases
+drifts, one round says little. --profile-dir writes a CPU profile of each
+phase of the first round, to compare where the phases spend their CPU.
+The Drover, contract-ops and floor phases
 report their CPU, heap allocations per task and garbage collections (the
 whole process's, an embedded server's included); the Drover phase and the
 first raw phase each follow an untimed warm-up, which takes the start-up
@@ -122,6 +126,12 @@ unless --keep.`,
 			if latency < 0 || cached < 0 {
 				return fmt.Errorf("--latency-tasks and --cached-tasks must not be negative (got %d and %d)", latency, cached)
 			}
+			if profileDir != "" {
+				if fi, err := os.Stat(profileDir); err != nil || !fi.IsDir() {
+					return fmt.Errorf("--profile-dir %s: not a directory", profileDir)
+				}
+				cfg.ProfileDir = profileDir
+			}
 			for _, pf := range []struct {
 				flag, path string
 				out        *io.Writer
@@ -149,6 +159,14 @@ unless --keep.`,
 			if profile != "" {
 				fmt.Fprintf(g.stdout, "\nCPU profile of the drover phase: %s (go tool pprof -top %s)\n", profile, profile)
 			}
+			if profileDir != "" {
+				drover := filepath.Join(profileDir, "drover.pprof")
+				if profile != "" {
+					drover = profile
+				}
+				fmt.Fprintf(g.stdout, "\nCPU profiles of the first round's phases: %s (go tool pprof -top -diff_base %s %s)\n",
+					filepath.Join(profileDir, "*.pprof"), filepath.Join(profileDir, "minimal-worker.pprof"), drover)
+			}
 			if memProfile != "" {
 				fmt.Fprintf(g.stdout, "allocation profile up to the end of the drover phase: %s (go tool pprof -sample_index=alloc_space -top %s)\n", memProfile, memProfile)
 			}
@@ -163,6 +181,7 @@ unless --keep.`,
 	f.StringVar(&syncFlag, "sync", "always", `embedded server's fsync: "always" (before every ack) or an interval such as 2m (nats-server's default)`)
 	f.IntVar(&rounds, "rounds", 1, "run the drover, contract-ops, minimal worker and floor phases this many times and report the round with the median ratio, and the range")
 	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the drover phase to this file")
+	f.StringVar(&profileDir, "profile-dir", "", "write a CPU profile of each phase of the first round (and of the cached contract-ops phase) to this existing directory, a file per phase named after it: drover.pprof (unless --cpuprofile), contract-ops-overlapped.pprof, ...")
 	f.StringVar(&memProfile, "memprofile", "", "write an allocation profile of the drover phase to this file")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&keep, "keep", false, "keep the bench's streams and buckets on an external server after the run")

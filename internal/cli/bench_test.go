@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,6 +20,7 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 		{"negative cached tasks", []string{"--cached-tasks", "-2"}, "must not be negative (got 200 and -2)"},
 		{"no rounds", []string{"--rounds", "0"}, "--rounds must be at least 1 (got 0)"},
 		{"a profile that cannot be written", []string{"--memprofile", "no-such-dir/mem.prof"}, "--memprofile: open no-such-dir/mem.prof"},
+		{"a profile directory that does not exist", []string{"--profile-dir", "no-such-dir"}, "--profile-dir no-such-dir: not a directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -30,11 +33,12 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 }
 
 // A tiny bench run reports every phase: both floors, both contract-ops
-// phases, the latency phase and the cached phase.
+// phases, the latency phase and the cached phase; and profiles each.
 func TestBenchReportsEveryPhase(t *testing.T) {
 	t.Parallel()
+	profiles := t.TempDir()
 	code, out, errOut := runCLI(t, "bench", "--tasks", "10", "--concurrency", "2", "--latency-tasks", "2",
-		"--cached-tasks", "3", "--sync", "1s", "--rounds", "2", "--json")
+		"--cached-tasks", "3", "--sync", "1s", "--rounds", "2", "--json", "--profile-dir", profiles)
 	require.Equal(t, 0, code, errOut)
 	var rep struct {
 		Drover          struct{ Completed int } `json:"drover"`
@@ -67,4 +71,11 @@ func TestBenchReportsEveryPhase(t *testing.T) {
 	require.Equal(t, 9, rep.Cached.Hits)
 	require.Len(t, rep.Rounds, 2, "each round's ratios are listed")
 	require.NotEqual(t, rep.Rounds[0].Median, rep.Rounds[1].Median, "one round is the median")
+
+	for _, name := range []string{"drover", "contract-ops-overlapped", "contract-ops-sequential", "minimal-worker",
+		"floor-overlapped", "floor-sequential", "contract-ops-fully-cached"} {
+		fi, err := os.Stat(filepath.Join(profiles, name+".pprof"))
+		require.NoError(t, err, "a CPU profile of the %s phase", name)
+		require.Positive(t, fi.Size(), name)
+	}
 }
