@@ -110,7 +110,7 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 		outbox = append(outbox, subjects.OutboxItem{Event: oe})
 		return nil
 	}
-	input, err := json.Marshal(req)
+	input, err := subjects.EncodeTask(&req)
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func item(ev *subjects.AuditEvent) subjects.OutboxItem {
 // acceptedEvent is task_accepted, with the request as its input. It fails
 // only when a large field of the request cannot be stored as a blob.
 func (p *Pipeline) acceptedEvent(ctx context.Context, t *taskRun) (subjects.OutboxItem, error) {
-	input, err := p.shrink(ctx, mustJSON(t.req))
+	input, err := p.shrink(ctx, taskJSON(&t.req))
 	if err != nil {
 		return subjects.OutboxItem{}, err
 	}
@@ -131,6 +131,16 @@ func deliveryMetadata(queue string, seq uint64) json.RawMessage {
 	b = append(b, `,"stream_seq":`...)
 	b = strconv.AppendUint(b, seq, 10)
 	return append(b, '}')
+}
+
+// taskJSON is req as json.Marshal writes it, or {} when it cannot be
+// written (as mustJSON).
+func taskJSON(req *subjects.TaskRequest) json.RawMessage {
+	b, err := subjects.EncodeTask(req)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
 }
 
 func mustJSON(v any) json.RawMessage {
