@@ -26,6 +26,8 @@ var (
 // commit writes the task's next state by compare-and-set, with items as its
 // outbox, then publishes the items.
 func (p *Pipeline) commit(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items ...subjects.OutboxItem) error {
+	ctx, cancel := boundCalls(ctx, 1+len(items))
+	defer cancel()
 	if err := p.commitState(ctx, t, mutate, items); err != nil {
 		return err
 	}
@@ -37,13 +39,35 @@ func (p *Pipeline) commit(ctx context.Context, t *taskRun, mutate func(*subjects
 // for that (joinFlush), so the record keeps its order and a change is never
 // written over an outbox that is not out yet.
 func (p *Pipeline) commitAhead(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items ...subjects.OutboxItem) error {
+	ctx, cancel := boundCalls(ctx, 1+len(items))
 	if err := p.commitState(ctx, t, mutate, items); err != nil {
+		cancel()
 		return err
 	}
 	done := make(chan error, 1)
-	go func() { done <- p.flush(ctx, t, 0) }()
+	go func() {
+		defer cancel()
+		done <- p.flush(ctx, t, 0)
+	}()
 	t.flushing = done
 	return nil
+}
+
+// callTimeout is the bound jetstream gives one call whose context has no
+// deadline (its default timeout).
+const callTimeout = 5 * time.Second
+
+// boundCalls bounds the n store calls a commit makes one after another
+// (its state write, then its events) by one deadline, n times the bound
+// jetstream gives each call when its context has none: one timer and one
+// child of the task's context for the commit instead of one per call (a
+// cold task's two commits made seven; contexts and timers took about 30 µs
+// of a bench task's CPU). A context that has a deadline already is kept.
+func boundCalls(ctx context.Context, n int) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, time.Duration(max(n, 1))*callTimeout)
 }
 
 // commitState writes the next state, then waits for the cache writes in
