@@ -127,7 +127,10 @@ unless --keep.`,
 				return fmt.Errorf("--latency-tasks and --cached-tasks must not be negative (got %d and %d)", latency, cached)
 			}
 			if profileDir != "" {
-				if fi, err := os.Stat(profileDir); err != nil || !fi.IsDir() {
+				switch fi, err := os.Stat(profileDir); {
+				case err != nil:
+					return fmt.Errorf("--profile-dir: %w", err)
+				case !fi.IsDir():
 					return fmt.Errorf("--profile-dir %s: not a directory", profileDir)
 				}
 				cfg.ProfileDir = profileDir

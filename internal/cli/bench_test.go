@@ -20,7 +20,8 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 		{"negative cached tasks", []string{"--cached-tasks", "-2"}, "must not be negative (got 200 and -2)"},
 		{"no rounds", []string{"--rounds", "0"}, "--rounds must be at least 1 (got 0)"},
 		{"a profile that cannot be written", []string{"--memprofile", "no-such-dir/mem.prof"}, "--memprofile: open no-such-dir/mem.prof"},
-		{"a profile directory that does not exist", []string{"--profile-dir", "no-such-dir"}, "--profile-dir no-such-dir: not a directory"},
+		{"a profile directory that does not exist", []string{"--profile-dir", "no-such-dir"}, "--profile-dir: stat no-such-dir: no such file or directory"},
+		{"a profile directory that is a file", []string{"--profile-dir", "bench_test.go"}, "--profile-dir bench_test.go: not a directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,7 +61,7 @@ const callTimeout = 5 * time.Second
 // (its state write, then its events) by one deadline, n times the bound
 // jetstream gives each call when its context has none: one timer and one
 // child of the task's context for the commit instead of one per call (a
-// cold task's two commits made seven; contexts and timers took about 30 µs
+// cold task's two commits made seven; contexts and timers took about 40 µs
 // of a bench task's CPU). A context that has a deadline already is kept.
 func boundCalls(ctx context.Context, n int) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
