@@ -24,14 +24,14 @@ func EncodeTask(r *TaskRequest) ([]byte, error) {
 	b = appendJSONString(b, r.Workflow)
 	b = append(b, `,"scope":`...)
 	b = appendJSONString(b, r.Scope)
-	b = appendOptString(b, `,"verification":`, r.Verification)
-	b = appendOptString(b, `,"type":`, r.Type)
+	b = appendOmitString(b, `,"verification":`, r.Verification)
+	b = appendOmitString(b, `,"type":`, r.Type)
 	if r.MaxAttempts != 0 {
 		b = append(b, `,"max_attempts":`...)
 		b = strconv.AppendInt(b, int64(r.MaxAttempts), 10)
 	}
-	b = appendOptString(b, `,"branch":`, r.Branch)
-	b = appendOptString(b, `,"review":`, r.Review)
+	b = appendOmitString(b, `,"branch":`, r.Branch)
+	b = appendOmitString(b, `,"review":`, r.Review)
 	if len(r.Metadata) > 0 {
 		b = append(b, `,"metadata":{`...)
 		for i, k := range slices.Sorted(maps.Keys(r.Metadata)) {
@@ -52,12 +52,3 @@ func EncodeTask(r *TaskRequest) ([]byte, error) {
 
 // taskJSONFixed is the length of a request's JSON without its values.
 const taskJSONFixed = len(`{"id":"","workflow":"","scope":"","verification":"","type":"","max_attempts":-9223372036854775808,"branch":"","review":"","metadata":{}}`)
-
-// appendOptString appends an omitempty string field: key (with its comma
-// and colon) and s, unless s is empty.
-func appendOptString(b []byte, key, s string) []byte {
-	if s == "" {
-		return b
-	}
-	return appendJSONString(append(b, key...), s)
-}
