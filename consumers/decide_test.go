@@ -118,18 +118,14 @@ func TestBeatStaleness(t *testing.T) {
 	t.Parallel()
 	const wait = 30 * time.Second
 	clk := &clock{now: time.Unix(1000, 0)}
-	ticks := make(chan time.Time)
 	var sent atomic.Int64
-	handled := make(chan struct{}, 1)
-	send := func() error { sent.Add(1); handled <- struct{}{}; return nil }
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	b := startBeat(ctx, cancel, wait, ticks, clk.Now, send)
+	b := newBeat(ctx, cancel, wait, clk.Now, func() error { sent.Add(1); return nil })
 
 	for range 3 { // on time: each tick a third of the ack wait apart
 		clk.Add(wait / 3)
-		ticks <- clk.Now()
-		<-handled
+		require.True(t, b.tick())
 		require.False(t, b.stale())
 	}
 	require.EqualValues(t, 3, sent.Load())
@@ -138,9 +134,9 @@ func TestBeatStaleness(t *testing.T) {
 	// Stopped for a whole ack wait: the next tick finds the claim stale.
 	clk.Add(wait)
 	require.True(t, b.stale(), "the pipeline's Stale sees it before the tick")
-	ticks <- clk.Now()
-	<-ctx.Done()
+	require.False(t, b.tick())
 	require.ErrorIs(t, context.Cause(ctx), ErrClaimLost)
+	require.False(t, b.tick(), "no beat after the claim was lost")
 	require.True(t, b.stop())
 	require.EqualValues(t, 3, sent.Load(), "no beat after the claim was lost")
 	require.Equal(t, Outcome{Action: Abandon, Err: ErrClaimLost}, settle(Outcome{Action: Nak, Delay: time.Second}, true, false))
@@ -152,31 +148,62 @@ func TestBeatFailuresLoseTheClaim(t *testing.T) {
 	t.Parallel()
 	const wait = 30 * time.Second
 	clk := &clock{now: time.Unix(1000, 0)}
-	ticks := make(chan time.Time)
-	handled := make(chan struct{}, 1)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	b := startBeat(ctx, cancel, wait, ticks, clk.Now, func() error { handled <- struct{}{}; return errors.New("no route") })
+	b := newBeat(ctx, cancel, wait, clk.Now, func() error { return errors.New("no route") })
 	for range 2 {
 		clk.Add(wait / 3)
-		ticks <- clk.Now()
-		<-handled
+		require.True(t, b.tick())
 	}
 	clk.Add(wait / 3)
-	ticks <- clk.Now()
-	<-ctx.Done()
+	require.False(t, b.tick())
 	require.ErrorIs(t, context.Cause(ctx), ErrClaimLost)
 	require.True(t, b.stop())
 }
 
-// A beat stopped in time reports a fresh claim and leaves the context be.
+// A beat stopped in time reports a fresh claim, leaves the context be and
+// sends nothing more; neither does one whose task ended.
 func TestBeatStop(t *testing.T) {
 	t.Parallel()
 	clk := &clock{now: time.Unix(1000, 0)}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	b := startBeat(ctx, cancel, time.Second, make(chan time.Time), clk.Now, func() error { return nil })
+	var sent atomic.Int64
+	b := newBeat(ctx, cancel, time.Second, clk.Now, func() error { sent.Add(1); return nil })
 	require.False(t, b.stop())
+	require.NoError(t, ctx.Err())
+	require.False(t, b.tick())
+	require.Zero(t, sent.Load())
+
+	ended, end := context.WithCancelCause(context.Background())
+	b = newBeat(ended, end, time.Second, clk.Now, func() error { sent.Add(1); return nil })
+	end(nil)
+	require.False(t, b.tick())
+	require.Zero(t, sent.Load())
+}
+
+// The timer beats every interval until stopped, and not after.
+func TestBeatTimer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	beats := make(chan struct{}, 16)
+	b := startBeat(ctx, cancel, time.Hour, time.Millisecond, time.Now, func() error {
+		select {
+		case beats <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	for range 3 {
+		<-beats
+	}
+	require.False(t, b.stop())
+	for len(beats) > 0 { // what was sent before stop returned
+		<-beats
+	}
+	require.False(t, b.tick(), "a tick after stop sends nothing")
+	require.Empty(t, beats)
 	require.NoError(t, ctx.Err())
 }
 

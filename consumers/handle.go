@@ -153,8 +153,7 @@ func (c *TaskConsumer) backoff(n uint64) time.Duration {
 
 // heartbeat starts in-progress acks for msg at a third of ackWait.
 func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, msg jetstream.Msg, ackWait time.Duration) *beat {
-	tick := time.NewTicker(max(ackWait/3, time.Millisecond))
-	b := startBeat(ctx, cancel, ackWait, tick.C, time.Now, func() error {
+	return startBeat(ctx, cancel, ackWait, max(ackWait/3, time.Millisecond), time.Now, func() error {
 		if err := msg.InProgress(); err != nil {
 			c.log.Warn("heartbeat failed", "err", err)
 			return err
@@ -162,6 +161,4 @@ func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCause
 		c.cfg.Metrics.Heartbeat()
 		return nil
 	})
-	b.onStop = tick.Stop
-	return b
 }
