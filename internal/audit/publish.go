@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -74,6 +75,9 @@ func (p *Publisher) publish(ctx context.Context, ev *subjects.OutboxEvent, trace
 	msg := p.Msg(ev, traceparent)
 	msg.Header[subjects.HeaderPrev] = []string{prev}
 	pa, err := p.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequenceForSubject(expectSeq, key))
+	// A synchronous publish has written the headers out by the time it
+	// returns, answered or not: the map can hold the next event's.
+	releaseHeader(msg.Header)
 	if err != nil {
 		if isWrongLastSeq(err) {
 			return Ack{}, fmt.Errorf("%w: %s (%v)", ErrWrongLastSequence, ev.ID, err)
@@ -84,6 +88,25 @@ func (p *Publisher) publish(ctx context.Context, ev *subjects.OutboxEvent, trace
 		p.heads.put(key, pa.Sequence, LinkHex(msg.Subject, prev, msg.Data))
 	}
 	return Ack{Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
+}
+
+// eventHeaders is how many headers a published event carries at most: the
+// ten of Msg, the trace context, Drover-Prev and the two of the fence.
+const eventHeaders = 14
+
+// headerPool holds the header maps of published events. An event's message
+// is built, published and dropped in one call, once per event of every
+// commit, and making its map was most of what building it cost.
+var headerPool = sync.Pool{New: func() any { return make(nats.Header, eventHeaders) }}
+
+// releaseHeader empties h and keeps it for the next event; a map grown
+// past an event's headers (not Drover's) is left to the collector.
+func releaseHeader(h nats.Header) {
+	if len(h) > eventHeaders {
+		return
+	}
+	clear(h)
+	headerPool.Put(h)
 }
 
 // PublishEvent encodes ev and publishes it; see Publish.
@@ -131,7 +154,7 @@ func (p *Publisher) Msg(ev *subjects.OutboxEvent, traceparent string) *nats.Msg 
 		n--
 	}
 	backing := vals[:n:n]
-	h := make(nats.Header, 12)
+	h := headerPool.Get().(nats.Header)
 	for i := range n {
 		h[keys[i]] = backing[i : i+1 : i+1]
 	}
