@@ -154,11 +154,25 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 	}
 	// strictJSON answers for the usual body in one pass; what it does not
 	// vouch for, checkStrict decides, and names the fault.
-	if !strictJSON(body, lim.MaxDepth) {
-		if err := checkStrict(body, lim.MaxDepth); err != nil {
-			return TaskRequest{}, err
+	if strictJSON(body, lim.MaxDepth) {
+		if req, present, ok := decodePlain(body); ok {
+			return finishTask(req, present)
 		}
+	} else if err := checkStrict(body, lim.MaxDepth); err != nil {
+		return TaskRequest{}, err
 	}
+	return decodeFields(body)
+}
+
+// taskFields says which of a request's optional-but-named keys a body has:
+// a key present with an empty value gets its own rejection.
+type taskFields struct {
+	workflow, id, scope, branch, review bool
+}
+
+// decodeFields decodes a body that is one JSON object by the rules
+// checkStrict enforces, with encoding/json, and names the first fault.
+func decodeFields(body []byte) (TaskRequest, *RejectError) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
 		return TaskRequest{}, reject(ReasonInvalidJSON, "body is not a JSON object: %v", err)
@@ -166,21 +180,16 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 	if top == nil {
 		return TaskRequest{}, reject(ReasonInvalidJSON, "body is not a JSON object")
 	}
-	var req TaskRequest
-	_, workflowPresent := top["workflow"]
-	_, idPresent := top["id"]
-	_, scopePresent := top["scope"]
-	_, branchPresent := top["branch"]
-	_, reviewPresent := top["review"]
-	rej := func(e *RejectError) (TaskRequest, *RejectError) {
-		if ValidateID(req.Workflow) == nil {
-			e.Workflow = req.Workflow
-		}
-		if ValidateID(req.ID) == nil {
-			e.Task = req.ID
-		}
-		return TaskRequest{}, e
-	}
+	var (
+		req     TaskRequest
+		present taskFields
+	)
+	_, present.workflow = top["workflow"]
+	_, present.id = top["id"]
+	_, present.scope = top["scope"]
+	_, present.branch = top["branch"]
+	_, present.review = top["review"]
+	rej := func(e *RejectError) (TaskRequest, *RejectError) { return rejectTask(req, e) }
 	// IDs first, so that any later rejection can name them; both are read
 	// before a bad one is rejected, so the rejection names the other.
 	var firstErr *RejectError
@@ -230,25 +239,44 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 		}
 		req.Metadata["unknown_fields"] = unknown
 	}
+	return finishTask(req, present)
+}
+
+// rejectTask is e, naming the request's workflow and task when they are
+// valid IDs.
+func rejectTask(req TaskRequest, e *RejectError) (TaskRequest, *RejectError) {
+	if ValidateID(req.Workflow) == nil {
+		e.Workflow = req.Workflow
+	}
+	if ValidateID(req.ID) == nil {
+		e.Task = req.ID
+	}
+	return TaskRequest{}, e
+}
+
+// finishTask checks a request read from a body whose keys were present
+// and gives it its defaults.
+func finishTask(req TaskRequest, present taskFields) (TaskRequest, *RejectError) {
+	rej := func(e *RejectError) (TaskRequest, *RejectError) { return rejectTask(req, e) }
 	switch {
 	case req.Workflow == "":
-		if workflowPresent {
+		if present.workflow {
 			return rej(reject(ReasonInvalidValue, "workflow is empty"))
 		}
 		return rej(reject(ReasonMissingField, "workflow is required"))
 	case req.ID == "":
-		if idPresent {
+		if present.id {
 			return rej(reject(ReasonInvalidValue, "id is empty"))
 		}
 		return rej(reject(ReasonMissingField, "id is required"))
 	case strings.TrimSpace(req.Scope) == "":
-		if scopePresent {
+		if present.scope {
 			return rej(reject(ReasonInvalidValue, "scope is blank"))
 		}
 		return rej(reject(ReasonMissingField, "scope is required"))
-	case branchPresent && req.Branch == "":
+	case present.branch && req.Branch == "":
 		return rej(reject(ReasonInvalidValue, "branch is empty (leave it out for the worker's branch template)"))
-	case reviewPresent && req.Review == "":
+	case present.review && req.Review == "":
 		return rej(reject(ReasonInvalidValue, "review is empty (leave it out for the queue's default)"))
 	}
 	if err := req.Validate(); err != nil {
