@@ -1,5 +1,7 @@
 package subjects
 
+import "encoding/json"
+
 // jsonScan walks one JSON value without decoding it, for two questions
 // whose answer may be a cautious no but never a wrong yes:
 //   - canonicalJSON: would json.Marshal write this raw value unchanged?
@@ -51,6 +53,27 @@ func strictJSON(body []byte, maxDepth int) bool {
 	}
 	s.space()
 	return s.i == len(body)
+}
+
+// validDepth is the nesting ValidJSON's scan follows before it leaves the
+// value to json.Valid, which keeps its own stack: the scan recurses once
+// per level, and a value an agent wrote may nest without end.
+const validDepth = 1000
+
+// ValidJSON reports what json.Valid(b) reports. The strict scan answers in
+// one pass for most values, several times faster than encoding/json's
+// scanner; json.Valid decides what the scan declines (a duplicate key, an
+// object past maxStrictKeys keys, a key with an escape, deep nesting) and
+// what is not JSON.
+func ValidJSON(b []byte) bool {
+	s := jsonScan{b: b, strict: true, maxDepth: validDepth}
+	s.space()
+	if s.value(0) {
+		if s.space(); s.i == len(b) {
+			return true
+		}
+	}
+	return json.Valid(b)
 }
 
 func (s *jsonScan) peek() byte {

@@ -1,6 +1,7 @@
 package subjects
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -68,5 +69,53 @@ func requireStrictAgrees(t *testing.T, body []byte, depth int) {
 	t.Helper()
 	if strictJSON(body, depth) {
 		require.Nil(t, checkStrict(body, depth), "strictJSON vouched for %q at depth %d", body, depth)
+	}
+}
+
+var validSeeds = []string{
+	`{"summary":"what the role produced","files":["a.go","b.go"],"n":-1.5e3,"ok":true,"none":null}`,
+	` [1, 2 ,{"a":{"b":[]}}] `,
+	`{"a":1,"a":2}`,
+	`{"\u0061":"\ud800\n"}`,
+	"\"\xff\"",
+	`01`, `1.`, `-`, `.5`, `1e`, `tru`, `nul`, `"\x"`, `{"a" 1}`, `[1,]`, `{,}`, ``, ` `, `{}x`, `"`, "\"\x01\"",
+}
+
+// ValidJSON answers as json.Valid does, for any bytes.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range validSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		require.Equal(t, json.Valid(b), ValidJSON(b), "%q", b)
+	})
+}
+
+func TestValidJSON(t *testing.T) {
+	t.Parallel()
+	for _, s := range validSeeds {
+		require.Equal(t, json.Valid([]byte(s)), ValidJSON([]byte(s)), "%q", s)
+	}
+	// Past the scan's depth, json.Valid decides; a value nested without
+	// end is refused without the scan following it.
+	deep := strings.Repeat("[", validDepth+10) + strings.Repeat("]", validDepth+10)
+	require.True(t, ValidJSON([]byte(deep)))
+	require.False(t, ValidJSON([]byte(strings.Repeat("[", 1<<20))))
+}
+
+func BenchmarkValidJSON(b *testing.B) {
+	out := []byte(`{"summary":"the implementer's account of its change, a sentence or two long","files":["internal/a.go","internal/b.go"],"tests":{"passed":12,"failed":0},"notes":"nothing else to say"}`)
+	for _, v := range []struct {
+		name  string
+		valid func([]byte) bool
+	}{{"ValidJSON", ValidJSON}, {"json.Valid", json.Valid}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetBytes(int64(len(out)))
+			for b.Loop() {
+				if !v.valid(out) {
+					b.Fatal("not valid")
+				}
+			}
+		})
 	}
 }

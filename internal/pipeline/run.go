@@ -247,7 +247,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	res, err := p.runners[i].Run(ctx, req)
 	rr.dur = time.Since(start)
 	t.runnerEnded = start.Add(rr.dur)
-	if err == nil && !json.Valid(res.Output) {
+	if err == nil && !subjects.ValidJSON(res.Output) {
 		err = fmt.Errorf("%s: output is not valid JSON (%d bytes)", req.Role, len(res.Output))
 	}
 	p.d.Metrics.RoleDone(req.Role, p.ids[i], false, rr.dur, err)
