@@ -16,6 +16,15 @@ import (
 // handler that sees it should write nothing more and return Abandon.
 var ErrClaimLost = errors.New("claim lost")
 
+// lostCause is the cause of a task context cancelled for a lost claim when
+// the consumer's Config names a sentinel of the handler's own: it matches
+// ErrClaimLost and that sentinel (errors.Is).
+type lostCause struct{ also error }
+
+func (e lostCause) Error() string        { return ErrClaimLost.Error() }
+func (e lostCause) Is(target error) bool { return target == ErrClaimLost }
+func (e lostCause) Unwrap() error        { return e.also }
+
 // Delivery is one delivery of a task request message.
 type Delivery struct {
 	// Queue is the queue the request was published to.

@@ -153,7 +153,7 @@ func (c *TaskConsumer) backoff(n uint64) time.Duration {
 
 // heartbeat starts in-progress acks for msg at a third of ackWait.
 func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, msg jetstream.Msg, ackWait time.Duration) *beat {
-	return startBeat(ctx, cancel, ackWait, max(ackWait/3, time.Millisecond), time.Now, func() error {
+	return startBeat(ctx, cancel, c.lost, ackWait, max(ackWait/3, time.Millisecond), time.Now, func() error {
 		if err := msg.InProgress(); err != nil {
 			c.log.Warn("heartbeat failed", "err", err)
 			return err

@@ -59,6 +59,11 @@ type Config struct {
 	// running are not touched. It must be cheap (cached).
 	Hold     func() error
 	HoldPoll time.Duration
+	// ClaimLost, when set, is a sentinel of the handler's own that the
+	// cause of a task context cancelled for a lost claim also matches
+	// (errors.Is), besides ErrClaimLost: a handler then needs no context
+	// of its own to translate the cause.
+	ClaimLost error
 }
 
 func (c Config) withDefaults() Config {
@@ -133,6 +138,7 @@ type TaskConsumer struct {
 	pool   *Pool
 	h      Handler
 	log    *slog.Logger
+	lost   error // the cause of a task context ended for a lost claim
 
 	cons     atomic.Pointer[jetstream.Consumer]
 	settings atomic.Pointer[Settings]
@@ -150,7 +156,10 @@ func New(cfg Config, ensure Ensure, p *Pool, h Handler, log *slog.Logger) *TaskC
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &TaskConsumer{cfg: cfg.withDefaults(), ensure: ensure, pool: p, h: h, log: log.With("queue", cfg.Queue)}
+	c := &TaskConsumer{cfg: cfg.withDefaults(), ensure: ensure, pool: p, h: h, log: log.With("queue", cfg.Queue), lost: ErrClaimLost}
+	if cfg.ClaimLost != nil {
+		c.lost = lostCause{also: cfg.ClaimLost}
+	}
 	s := settingsOf(jetstream.ConsumerConfig{}, c.cfg)
 	c.settings.Store(&s)
 	return c

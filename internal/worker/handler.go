@@ -2,8 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -48,10 +46,10 @@ func (h *handler) pipeline(maxDeliver int) *pipeline.Pipeline {
 	return p
 }
 
-// Handle runs the delivery through the pipeline.
+// Handle runs the delivery through the pipeline. A lost claim's cause
+// matches the pipeline's ErrClaimLost as well as the consumer's: the
+// consumer is given it (consumers.Config.ClaimLost).
 func (h *handler) Handle(ctx context.Context, d consumers.Delivery) consumers.Outcome {
-	ctx, stop := claimLostAs(ctx)
-	defer stop()
 	out := h.pipeline(d.MaxDeliver).Handle(ctx, deliveryOf(d))
 	if h.store != nil {
 		h.store.observe(out, time.Now())
@@ -61,24 +59,7 @@ func (h *handler) Handle(ctx context.Context, d consumers.Delivery) consumers.Ou
 
 // Poison fails a task whose handling panicked through its deliveries.
 func (h *handler) Poison(ctx context.Context, d consumers.Delivery, cause error) consumers.Outcome {
-	ctx, stop := claimLostAs(ctx)
-	defer stop()
 	return outcomeOf(h.pipeline(d.MaxDeliver).Poison(ctx, deliveryOf(d), cause.Error()))
-}
-
-// claimLostAs returns a context cancelled with ctx, whose cause is also
-// pipeline.ErrClaimLost when ctx's is consumers.ErrClaimLost: the pipeline
-// looks for its own sentinel.
-func claimLostAs(ctx context.Context) (context.Context, func()) {
-	inner, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, func() {
-		cause := context.Cause(ctx)
-		if errors.Is(cause, consumers.ErrClaimLost) {
-			cause = fmt.Errorf("%w: %w", pipeline.ErrClaimLost, cause)
-		}
-		cancel(cause)
-	})
-	return inner, func() { stop(); cancel(nil) }
 }
 
 func deliveryOf(d consumers.Delivery) pipeline.Delivery {
