@@ -69,8 +69,11 @@ func (h *heads) get(key string, seq uint64) (string, bool) {
 func (h *heads) put(key string, seq uint64, link string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.m == nil || len(h.m) >= maxChainHeads {
+	switch {
+	case h.m == nil:
 		h.m = make(map[string]chainHead, 64)
+	case len(h.m) >= maxChainHeads:
+		clear(h.m) // keeps its table: no growing it again from 64 entries
 	}
 	h.m[key] = chainHead{seq: seq, link: link}
 }
