@@ -43,9 +43,9 @@ func (b *beat) stop() bool {
 // newBeat keeps a claim with a beat (send) on every tick. If the worker
 // could not beat for a whole ack wait (wait; it was stopped or starved), the
 // server has handed the message on: the task's context is cancelled with
-// lost (which matches ErrClaimLost) and nothing more is sent. Time is read from now when a tick
-// is handled. Nothing ticks it: startBeat does, every interval, and tests by
-// hand.
+// lost (which matches ErrClaimLost) and nothing more is sent. Time is read
+// from now when a tick is handled. Nothing ticks it: startBeat does, every
+// interval, and tests by hand.
 func newBeat(ctx context.Context, cancel context.CancelCauseFunc, lost error, wait time.Duration, now func() time.Time, send func() error) *beat {
 	b := &beat{ctx: ctx, cancel: cancel, lost: lost, wait: wait, now: now, send: send}
 	b.last.Store(now().UnixNano())
