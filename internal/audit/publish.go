@@ -90,8 +90,9 @@ func (p *Publisher) publish(ctx context.Context, ev *subjects.OutboxEvent, trace
 	return Ack{Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
 }
 
-// eventHeaders is how many headers a published event carries at most: the
-// ten of Msg, the trace context, Drover-Prev and the two of the fence.
+// eventHeaders bounds the headers of a published event's map: the ten of
+// Msg (the trace context among them), Drover-Prev and the two of the
+// fence make thirteen, with one to spare.
 const eventHeaders = 14
 
 // headerPool holds the header maps of published events. An event's message
@@ -122,9 +123,9 @@ func (p *Publisher) PublishEvent(ctx context.Context, ev *subjects.AuditEvent, t
 // Nats-Msg-Id, the contract version, CloudEvents attributes in binary content
 // mode, and the trace context when there is one.
 func (p *Publisher) Msg(ev *subjects.OutboxEvent, traceparent string) *nats.Msg {
-	// One backing array for the header's values: an event is published
-	// once per commit, and its ten one-value headers are most of what
-	// building it allocates.
+	// One backing array for the header's values, in a map from
+	// headerPool: an event is published once per commit, and its ten
+	// one-value headers were most of what building it allocated.
 	vals := [...]string{
 		ev.ID,
 		subjects.ContractVersion,
