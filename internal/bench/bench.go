@@ -141,7 +141,8 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // runRound runs one round: an untimed warm-up and the Drover phase, then
-// an untimed warm-up and the five raw phases.
+// an untimed warm-up and the three raw phases (contract-ops, the minimal
+// worker, the floor).
 func runRound(ctx context.Context, cfg Config, url string, warmUp func() error) (benchRound, error) {
 	var (
 		rd  benchRound
@@ -165,19 +166,14 @@ func runRound(ctx context.Context, cfg Config, url string, warmUp func() error) 
 		return rd, err
 	}
 	for _, ph := range []struct {
-		out     *Phase
-		run     func(context.Context, Config, string, bool) (Phase, error)
-		overlap bool
+		out *Phase
+		run func(context.Context, Config, string) (Phase, error)
 	}{
-		{&rd.OpsOverlapped, runOps, true},
-		{&rd.Minimal, func(ctx context.Context, cfg Config, url string, _ bool) (Phase, error) {
-			return runMinimal(ctx, cfg, url)
-		}, true},
-		{&rd.Ops, runOps, false},
-		{&rd.FloorOverlapped, runFloor, true},
-		{&rd.Floor, runFloor, false},
+		{&rd.OpsOverlapped, runOps},
+		{&rd.Minimal, runMinimal},
+		{&rd.FloorOverlapped, runFloor},
 	} {
-		if *ph.out, err = ph.run(ctx, cfg, url, ph.overlap); err != nil {
+		if *ph.out, err = ph.run(ctx, cfg, url); err != nil {
 			return rd, err
 		}
 	}
@@ -223,7 +219,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	warm := cfg
 	warm.Tasks, warm.ProfileDir = min(cfg.Tasks, warmUpTasks), ""
 	warmUp := func() error {
-		if _, err := runOps(ctx, warm, url, false); err != nil {
+		if _, err := runOps(ctx, warm, url); err != nil {
 			return fmt.Errorf("bench: warm-up: %w", err)
 		}
 		return nil

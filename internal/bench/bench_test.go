@@ -35,22 +35,18 @@ func TestRun(t *testing.T) {
 
 	require.Equal(t, n, rep.Drover.Completed, "every task completes")
 	require.Zero(t, rep.Drover.Failed)
-	require.Equal(t, n, rep.Floor.Completed)
 	require.LessOrEqual(t, rep.Writes.PerTaskExcl, MaxWritesPerTask, "stored writes of a cold one-round task: %+v", rep.Writes.Streams)
 	require.EqualValues(t, n, rep.Writes.Request, "one stored request per task")
 	require.InDelta(t, rep.Writes.PerTaskExcl+1, rep.Writes.PerTask, 1e-9)
-	require.InDelta(t, 3, rep.Floor.WritesPerTask, 1e-9, "floor: request, KV put, audit publish")
-	require.Equal(t, n, rep.Ops.Completed)
-	require.InDelta(t, rep.Writes.PerTask, rep.Ops.WritesPerTask, 1e-9, "contract-ops stores what Drover stores")
 	require.Equal(t, n, rep.OpsOverlapped.Completed)
-	require.InDelta(t, rep.Writes.PerTask, rep.OpsOverlapped.WritesPerTask, 1e-9, "overlapped contract-ops stores what Drover stores")
+	require.InDelta(t, rep.Writes.PerTask, rep.OpsOverlapped.WritesPerTask, 1e-9, "contract-ops stores what Drover stores")
 	require.InDelta(t, rep.Writes.PerTask, rep.Minimal.WritesPerTask, 1e-9, "the minimal worker stores what Drover stores")
 	require.Equal(t, n, rep.FloorOverlapped.Completed)
-	require.InDelta(t, 3, rep.FloorOverlapped.WritesPerTask, 1e-9, "overlapped floor: request, KV put, audit publish")
+	require.InDelta(t, 3, rep.FloorOverlapped.WritesPerTask, 1e-9, "floor: request, KV put, audit publish")
 	require.Nil(t, rep.Latency, "no latency phase unless asked for")
 	require.Nil(t, rep.Cached, "no cached phase unless asked for")
 
-	for _, ph := range []Phase{rep.Drover, rep.Floor, rep.Ops, rep.FloorOverlapped, rep.OpsOverlapped, rep.Minimal} {
+	for _, ph := range []Phase{rep.Drover, rep.FloorOverlapped, rep.OpsOverlapped, rep.Minimal} {
 		require.Positive(t, ph.TasksPerSec)
 		require.Positive(t, ph.P50)
 		require.GreaterOrEqual(t, ph.P99, ph.P50)
@@ -58,10 +54,8 @@ func TestRun(t *testing.T) {
 		require.Positive(t, ph.AllocsPerTask)
 		require.Greater(t, ph.AllocBytesPerTask, ph.AllocsPerTask, "an allocation is at least a byte")
 	}
-	require.Greater(t, rep.Drover.AllocsPerTask, rep.Floor.AllocsPerTask, "Drover allocates more per task than the floor's four operations")
-	require.Positive(t, rep.RatioPct)
-	require.Positive(t, rep.OpsRatioPct)
-	require.InDelta(t, rep.RatioPct/rep.OpsRatioPct*100, rep.DroverOfOpsPct, 1e-6)
+	require.Greater(t, rep.Drover.AllocsPerTask, rep.FloorOverlapped.AllocsPerTask, "Drover allocates more per task than the floor's four operations")
+	require.InDelta(t, 100*rep.OpsOverlapped.TasksPerSec/rep.FloorOverlapped.TasksPerSec, rep.OpsOverlappedRatioPct, 1e-6)
 	require.InDelta(t, 100*rep.Drover.TasksPerSec/rep.FloorOverlapped.TasksPerSec, rep.RatioOverlappedPct, 1e-6)
 	require.InDelta(t, 100*rep.Drover.TasksPerSec/rep.OpsOverlapped.TasksPerSec, rep.DroverOfOpsOverlappedPct, 1e-6)
 	require.Equal(t, rep.Tasks, rep.Minimal.Completed)
@@ -71,8 +65,8 @@ func TestRun(t *testing.T) {
 	require.NotZero(t, mem.Len(), "allocation profile written")
 	written, err := filepath.Glob(filepath.Join(profiles, "*"))
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"contract-ops-overlapped.pprof", "contract-ops-sequential.pprof", "minimal-worker.pprof",
-		"floor-overlapped.pprof", "floor-sequential.pprof"}, baseNames(written), "one profile per raw phase; the Drover phase's went to CPUProfile")
+	require.ElementsMatch(t, []string{"contract-ops-overlapped.pprof", "minimal-worker.pprof", "floor-overlapped.pprof"},
+		baseNames(written), "one profile per raw phase; the Drover phase's went to CPUProfile")
 	for _, f := range written {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
@@ -81,20 +75,23 @@ func TestRun(t *testing.T) {
 
 	var text bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))
-	for _, label := range []string{"of the floor", "floor (sequential)", "floor (overlapped)",
-		"contract-ops (sequential)", "contract-ops (overlapped)", "minimal worker", "per operation", "audit publish (fenced)", "allocs/task", "GCs"} {
+	for _, label := range []string{"of the floor", "floor (overlapped)", "contract-ops (overlapped)", "minimal worker",
+		"per operation", "audit publish (fenced)", "allocs/task", "GCs"} {
 		require.Contains(t, text.String(), label)
 	}
+	require.NotContains(t, text.String(), "sequential", "the sequential phases are retired")
 	require.Contains(t, text.String(), "DROVER_BENCH_AUDIT")
 	var js bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&js))
 	var back map[string]any
 	require.NoError(t, json.Unmarshal(js.Bytes(), &back))
-	require.Contains(t, back, "ratio_pct")
-	for _, key := range []string{"contract_ops", "contract_ops_overlapped", "floor", "floor_overlapped",
-		"ratio_overlapped_pct", "drover_of_contract_ops_overlapped_pct", "minimal_worker", "drover_of_minimal_worker_pct",
+	for _, key := range []string{"contract_ops_overlapped", "floor_overlapped", "ratio_overlapped_pct", "contract_ops_overlapped_ratio_pct",
+		"drover_of_contract_ops_overlapped_pct", "minimal_worker", "drover_of_minimal_worker_pct",
 		"minimal_worker_of_contract_ops_overlapped_pct"} {
 		require.Contains(t, back, key)
+	}
+	for _, key := range []string{"contract_ops", "floor", "ratio_pct", "contract_ops_ratio_pct", "drover_of_contract_ops_pct"} {
+		require.NotContains(t, back, key, "the sequential phases are retired")
 	}
 
 	_, err = os.Stat(dir)

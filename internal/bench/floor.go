@@ -15,19 +15,15 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// runFloor runs a floor phase: the same number of messages through the
+// runFloor runs the floor phase: the same number of messages through the
 // least per-task work a worker could do with plain JetStream (one KV get
 // and one KV put, one audit-like publish with a Nats-Msg-Id, an ack), with
-// a pool of the same size. Sequential, the four operations run one after
-// another; overlapped, the audit publish is sent asynchronously before the
-// KV get and put and waited for only before the ack, as a careful
-// hand-written worker does: the task is acked only once its audit event is
-// stored.
-func runFloor(ctx context.Context, cfg Config, url string, overlap bool) (Phase, error) {
-	if overlap {
-		return newRaw(cfg, "floor (overlapped)", "floorx", 1, floorOverlapWork).run(ctx, url)
-	}
-	return newRaw(cfg, "floor (sequential)", "floor", 1, floorWork).run(ctx, url)
+// a pool of the same size, overlapped as a careful hand-written worker
+// does: the audit publish is sent asynchronously before the KV get and put
+// and waited for only before the ack, so the task is acked only once its
+// audit event is stored.
+func runFloor(ctx context.Context, cfg Config, url string) (Phase, error) {
+	return newRaw(cfg, "floor (overlapped)", "floorx", 1, floorWork).run(ctx, url)
 }
 
 // floorEvent is an audit-like event of about 600 bytes.
@@ -74,18 +70,6 @@ func floorKV(ctx context.Context, r *raw, i int) error {
 }
 
 func floorWork(ctx context.Context, r *raw, i int, _ []byte) error {
-	if err := floorKV(ctx, r, i); err != nil {
-		return err
-	}
-	start := time.Now()
-	if _, err := r.js.PublishMsg(ctx, floorMsg(r, i)); err != nil {
-		return fmt.Errorf("audit publish: %w", err)
-	}
-	r.ops.since("audit publish", start)
-	return nil
-}
-
-func floorOverlapWork(ctx context.Context, r *raw, i int, _ []byte) error {
 	start := time.Now()
 	f, err := r.js.PublishMsgAsync(floorMsg(r, i))
 	if err != nil {

@@ -42,30 +42,20 @@ func padded(n int, key, value string) []byte {
 	return []byte(head + strings.Repeat("x", n-len(head)-2) + `"}`)
 }
 
-// runOps runs a contract-ops phase: per task, the JetStream operations a
-// Drover worker performs for a cold one-round task under the wire contract,
-// with messages of the sizes Drover stores and the contract's headers, and
-// none of Drover's own work (no decoding, encoding, hashing or runner). Its
-// throughput is the most an implementation of the contract making those
-// operations in that order reaches on this server with this pool; Drover's
-// share of it is what Drover's own code costs.
-//
-// Sequential, it is Drover's order and overlap today (opsTask.sequential);
-// overlapped, it overlaps whatever the contract lets a worker overlap
-// (opsTask.overlapped).
-func runOps(ctx context.Context, cfg Config, url string, overlap bool) (Phase, error) {
+// runOps runs the contract-ops phase: per task, the JetStream operations
+// a Drover worker performs for a cold one-round task under the wire
+// contract, with messages of the sizes Drover stores and the contract's
+// headers, and none of Drover's own work (no decoding, encoding, hashing or
+// runner), overlapping whatever the contract lets a worker overlap
+// (opsTask.overlapped). Its throughput is the most an implementation of the
+// contract making those operations reaches on this server with this pool;
+// Drover's share of it is what Drover's own code costs.
+func runOps(ctx context.Context, cfg Config, url string) (Phase, error) {
 	v := newOpsValues()
-	name, tag := "contract-ops (sequential)", "ops"
-	if overlap {
-		name, tag = "contract-ops (overlapped)", "opsx"
-	}
-	return newRaw(cfg, name, tag, 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
+	return newRaw(cfg, "contract-ops (overlapped)", "opsx", 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
 		t := &opsTask{ctx: ctx, r: r, i: i, v: v, task: "t" + strconv.Itoa(i)}
 		t.key = "bench." + t.task
-		if overlap {
-			return t.overlapped()
-		}
-		return t.sequential()
+		return t.overlapped()
 	}).run(ctx, url)
 }
 
@@ -305,49 +295,11 @@ func (t *opsTask) publishAll(from, to int) error {
 // flushLast publishes the last commit's events; the terminal one is last.
 func (t *opsTask) flushLast() error { return t.publishAll(2, len(taskEvents)) }
 
-// sequential is Drover's order and overlap today: a state read (none
-// yet); per role a cache lookup (a miss) and an asynchronous cache put; the
-// first state write (planner done) with two fenced audit events published
-// while the next roles run; once they are stored, the last state write
-// (round done); then three fenced audit events, one after another.
-func (t *opsTask) sequential() error {
-	if err := t.stateGet(); err != nil {
-		return err
-	}
-	planned, err := t.lookup(0)
-	if err != nil {
-		return err
-	}
-	rev, err := t.create()
-	if err != nil {
-		return err
-	}
-	if err := t.settle(planned); err != nil {
-		return err
-	}
-	flushed := t.flushFirst()
-	changed, err := t.lookup(1)
-	var judged put
-	if err == nil {
-		judged, err = t.lookup(2)
-	}
-	if ferr := <-flushed; err == nil {
-		err = ferr
-	}
-	if err != nil {
-		return err
-	}
-	if err := t.update(rev); err != nil {
-		return err
-	}
-	if err := t.settle(changed, judged); err != nil {
-		return err
-	}
-	return t.flushLast()
-}
-
-// overlapped makes the same operations, overlapping what the contract
-// lets a worker overlap, and waits only where it needs an answer:
+// overlapped makes a cold one-round task's operations (a state read, none
+// yet; per role a cache lookup, a miss, and an asynchronous cache put; the
+// first state write, planner done, with two fenced audit events; the last
+// state write, round done, with three), overlapping what the contract lets
+// a worker overlap, and waits only where it needs an answer:
 //   - the claim read runs together with the planner's cache lookup (a
 //     duplicate is still refused before the planner's runner starts);
 //   - the last state write is sent while the first commit's events are in

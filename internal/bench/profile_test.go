@@ -13,7 +13,7 @@ func TestProfilePath(t *testing.T) {
 		{"contract-ops (overlapped)", "contract-ops-overlapped.pprof"},
 		{"contract-ops (fully cached)", "contract-ops-fully-cached.pprof"},
 		{"minimal worker", "minimal-worker.pprof"},
-		{"Floor (sequential)", "floor-sequential.pprof"},
+		{"Floor (overlapped)", "floor-overlapped.pprof"},
 		{"  a/../b  ", "a-b.pprof"}, // no separator, no leading or trailing dash
 	} {
 		require.Equal(t, filepath.Join("dir", tc.file), profilePath("dir", tc.phase), tc.phase)

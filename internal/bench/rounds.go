@@ -9,11 +9,11 @@ import (
 
 // benchRound is one round's Drover, contract-ops and floor phases.
 type benchRound struct {
-	Drover                 Phase
-	Writes                 Writes
-	Ops, OpsOverlapped     Phase
-	Minimal                Phase
-	Floor, FloorOverlapped Phase
+	Drover          Phase
+	Writes          Writes
+	OpsOverlapped   Phase
+	Minimal         Phase
+	FloorOverlapped Phase
 }
 
 // Round is one round's throughput and Drover's ratios, as the report lists
@@ -53,8 +53,7 @@ func (r *Report) setRounds(rounds []benchRound) {
 	m := order[(len(order)-1)/2]
 	rd := rounds[m]
 	r.Drover, r.Writes = rd.Drover, rd.Writes
-	r.Ops, r.OpsOverlapped, r.Floor, r.FloorOverlapped = rd.Ops, rd.OpsOverlapped, rd.Floor, rd.FloorOverlapped
-	r.Minimal = rd.Minimal
+	r.OpsOverlapped, r.Minimal, r.FloorOverlapped = rd.OpsOverlapped, rd.Minimal, rd.FloorOverlapped
 	if len(rounds) == 1 {
 		return
 	}

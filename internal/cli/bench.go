@@ -50,14 +50,12 @@ and entries, the five events with their headers and hash-chain links, the
 two states with their outboxes): Drover's ratio to it is what the pipeline
 costs, its ratio to contract-ops what the data costs.
 
-The floor and contract-ops each run twice: "sequential" makes their
-operations one after another (the floor) or in Drover's order today
-(contract-ops); "overlapped" overlaps what a careful hand-written worker
-would (asynchronous publishes and KV writes in flight together, waiting
-only where correctness needs the answer: the task is acked only once its
-audit event is stored, a CAS state write completes before the one that
-depends on its revision). The overlapped floor is the honest one. Each raw
-phase prints a per-operation latency breakdown. With --rounds N the phases
+The floor and contract-ops are "overlapped": they overlap what a careful
+hand-written worker would (asynchronous publishes and KV writes in flight
+together, waiting only where correctness needs the answer: the task is
+acked only once its audit event is stored, a CAS state write completes
+before the one that depends on its revision), so the floor is an honest
+one. Each raw phase prints a per-operation latency breakdown. With --rounds N the phases
 run N times and the report is the round with the median ratio of Drover to
 overlapped contract-ops, with every round's ratios: on a machine whose speed
 drifts, one round says little. --profile-dir writes a CPU profile of each

@@ -33,8 +33,8 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 	}
 }
 
-// A tiny bench run reports every phase: both floors, both contract-ops
-// phases, the latency phase and the cached phase; and profiles each.
+// A tiny bench run reports every phase: the floor, contract-ops, the
+// minimal worker, the latency phase and the cached phase; and profiles each.
 func TestBenchReportsEveryPhase(t *testing.T) {
 	t.Parallel()
 	profiles := t.TempDir()
@@ -43,9 +43,8 @@ func TestBenchReportsEveryPhase(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	var rep struct {
 		Drover          struct{ Completed int } `json:"drover"`
-		Floor           struct{ Completed int } `json:"floor"`
 		FloorOverlapped struct{ Completed int } `json:"floor_overlapped"`
-		Ops             struct{ Completed int } `json:"contract_ops"`
+		Minimal         struct{ Completed int } `json:"minimal_worker"`
 		OpsOverlapped   struct {
 			Completed int
 			Ops       []struct{ Op string } `json:"ops"`
@@ -62,9 +61,8 @@ func TestBenchReportsEveryPhase(t *testing.T) {
 		} `json:"rounds"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
-	for name, n := range map[string]int{"drover": rep.Drover.Completed, "floor": rep.Floor.Completed,
-		"floor overlapped": rep.FloorOverlapped.Completed, "contract-ops": rep.Ops.Completed,
-		"contract-ops overlapped": rep.OpsOverlapped.Completed} {
+	for name, n := range map[string]int{"drover": rep.Drover.Completed, "floor": rep.FloorOverlapped.Completed,
+		"contract-ops": rep.OpsOverlapped.Completed, "minimal worker": rep.Minimal.Completed} {
 		require.Equal(t, 10, n, name)
 	}
 	require.NotEmpty(t, rep.OpsOverlapped.Ops)
@@ -73,8 +71,7 @@ func TestBenchReportsEveryPhase(t *testing.T) {
 	require.Len(t, rep.Rounds, 2, "each round's ratios are listed")
 	require.NotEqual(t, rep.Rounds[0].Median, rep.Rounds[1].Median, "one round is the median")
 
-	for _, name := range []string{"drover", "contract-ops-overlapped", "contract-ops-sequential", "minimal-worker",
-		"floor-overlapped", "floor-sequential", "contract-ops-fully-cached"} {
+	for _, name := range []string{"drover", "contract-ops-overlapped", "minimal-worker", "floor-overlapped", "contract-ops-fully-cached"} {
 		fi, err := os.Stat(filepath.Join(profiles, name+".pprof"))
 		require.NoError(t, err, "a CPU profile of the %s phase", name)
 		require.Positive(t, fi.Size(), name)
