@@ -16,16 +16,25 @@ import (
 // result that is not already what json.Marshal would write
 // (canonicalJSON), or a time json.Marshal refuses goes to json.Marshal,
 // so the bytes and the errors are its own.
-func MarshalTaskState(st *TaskState) ([]byte, error) {
-	if b, ok := appendTaskState(st); ok {
+func MarshalTaskState(st *TaskState) ([]byte, error) { return AppendTaskState(nil, st) }
+
+// AppendTaskState is MarshalTaskState appending to dst, which it grows to
+// the state's size at most once: a writer that keeps its buffer encodes
+// every state into the same memory.
+func AppendTaskState(dst []byte, st *TaskState) ([]byte, error) {
+	if b, ok := appendTaskState(dst, st); ok {
 		return b, nil
 	}
-	return json.Marshal(st)
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, b...), nil
 }
 
-// appendTaskState is MarshalTaskState without the fallback: false when st
+// appendTaskState is AppendTaskState without the fallback: false when st
 // is one json.Marshal must write.
-func appendTaskState(st *TaskState) ([]byte, bool) {
+func appendTaskState(dst []byte, st *TaskState) ([]byte, bool) {
 	if st == nil || st.Workspace != nil || st.Review != nil ||
 		len(st.Request) > 0 && !canonicalJSON(st.Request) || len(st.Result) > 0 && !canonicalJSON(st.Result) {
 		return nil, false
@@ -41,7 +50,7 @@ func appendTaskState(st *TaskState) ([]byte, bool) {
 			n += len(d.Reason) + len(d.Error)
 		}
 	}
-	b := make([]byte, 0, n)
+	b := slices.Grow(dst, n)
 	b = append(b, `{"workflow":`...)
 	b = appendJSONString(b, st.Workflow)
 	b = append(b, `,"task":`...)

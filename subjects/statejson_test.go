@@ -107,13 +107,13 @@ func TestEncodersCoverEveryField(t *testing.T) {
 	st := TaskState{Outbox: make([]OutboxItem, 2)}
 	f.skip = map[string]bool{"Workspace": true, "Review": true} // they go to json.Marshal
 	f.fill(reflect.ValueOf(&st).Elem())
-	got, ok = appendTaskState(&st)
+	got, ok = appendTaskState(nil, &st)
 	require.True(t, ok, "a state of canonical fields is encoded by hand")
 	want, err = json.Marshal(&st)
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(got))
 
-	_, ok = appendTaskState(nil)
+	_, ok = appendTaskState(nil, nil)
 	require.False(t, ok, "a nil state goes to json.Marshal, which writes null")
 	b, err := MarshalEvent(nil)
 	require.NoError(t, err)
@@ -186,4 +186,27 @@ func (f *filler) fill(v reflect.Value) {
 	default:
 		panic("filler: no value for a field of kind " + v.Kind().String() + ": teach it one")
 	}
+}
+
+// AppendTaskState appends after what dst holds, by hand or by the
+// fallback, and a buffer used again for another state holds nothing of the
+// state before.
+func TestAppendTaskState(t *testing.T) {
+	long := benchState()
+	short := &TaskState{Workflow: "wf", Task: "t1", State: StateRunning, UpdatedAt: time.Unix(0, 0).UTC()}
+	inWorkspace := &TaskState{Workflow: "wf", Task: "t2", Workspace: &TaskWorkspace{Branch: "drover/t2"}} // json.Marshal writes it
+	for _, st := range []*TaskState{long, short, inWorkspace} {
+		want, err := json.Marshal(st)
+		require.NoError(t, err)
+		got, err := AppendTaskState([]byte("prefix:"), st)
+		require.NoError(t, err)
+		require.Equal(t, "prefix:"+string(want), string(got))
+	}
+	buf, err := AppendTaskState(nil, long)
+	require.NoError(t, err)
+	buf, err = AppendTaskState(buf[:0], short)
+	require.NoError(t, err)
+	want, err := json.Marshal(short)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(buf))
 }

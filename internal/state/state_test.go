@@ -3,10 +3,14 @@ package state_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -186,4 +190,49 @@ func TestWriteWorkflowCompareAndSet(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, next, got.Revision)
 	require.Equal(t, running, got.WorkflowState)
+}
+
+// States are encoded into reused buffers: each value stored is the
+// state's own bytes, whatever was encoded into the buffer before it, from
+// many writers at once (-race sees a buffer reused while still in use).
+func TestWritesStoreTheirOwnBytes(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	body := []byte(`{"reasoning":"` + strings.Repeat("x", 4096) + `"}`)
+	states := make([]subjects.TaskState, 24)
+	for i := range states {
+		st := taskState("wf", "T"+strconv.Itoa(i))
+		for range i % 4 { // outboxes of 0-3 events: values of different sizes
+			st.Outbox = append(st.Outbox, subjects.OutboxItem{Event: &subjects.OutboxEvent{
+				ID: "e" + strconv.Itoa(i), Workflow: "wf", Task: st.Task, Actor: subjects.ActorSystem,
+				Type: subjects.EventTaskAccepted, Time: st.UpdatedAt, Body: body}})
+		}
+		states[i] = st
+	}
+	var wg sync.WaitGroup
+	for _, st := range states {
+		wg.Go(func() {
+			created, err := tb.store.CreateTask(tb.ctx, st)
+			if !assert.NoError(t, err) {
+				return
+			}
+			st.Stage = string(subjects.RoleJudge)
+			_, err = tb.store.UpdateTask(tb.ctx, st, created.Revision)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	for _, st := range states {
+		want, err := subjects.MarshalTaskState(&st)
+		require.NoError(t, err)
+		e, err := tb.kv.Get(tb.ctx, subjects.StateKey(st.Workflow, st.Task))
+		require.NoError(t, err)
+		var stored subjects.TaskState
+		require.NoError(t, json.Unmarshal(e.Value(), &stored), st.Task)
+		require.Equal(t, string(subjects.RoleJudge), stored.Stage, st.Task)
+		stored.Stage = st.Stage
+		got, err := subjects.MarshalTaskState(&stored)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), st.Task)
+	}
 }
