@@ -300,20 +300,36 @@ type pendingPut struct {
 // only costs a future miss: it is counted and logged, never fatal.
 //
 // The wait is bounded: a reply lost with a server that died must not hold
-// the task (and its heartbeats) forever.
+// the task (and its heartbeats) forever. The bound's timer is started only
+// for a write still in flight: the writes went out before the state write
+// whose reply the task has just had, so they have usually been confirmed.
 func (p *Pipeline) settlePuts(ctx context.Context, t *taskRun) {
 	if len(t.puts) == 0 {
 		return
 	}
-	timer := time.NewTimer(putSettleTimeout)
-	defer timer.Stop()
-	defer func() { t.puts = t.puts[:0] }()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		t.puts = t.puts[:0]
+	}()
 	for _, pp := range t.puts {
 		select {
 		case <-pp.f.Ok():
+			continue
 		case err := <-pp.f.Err():
-			p.taskLog(t, "").Warn("cache put failed", "key", pp.key, "err", err)
-			p.d.Metrics.CachePutFailed()
+			p.putFailed(t, pp.key, err)
+			continue
+		default:
+		}
+		if timer == nil {
+			timer = time.NewTimer(putSettleTimeout)
+		}
+		select {
+		case <-pp.f.Ok():
+		case err := <-pp.f.Err():
+			p.putFailed(t, pp.key, err)
 		case <-timer.C:
 			p.taskLog(t, "").Warn("cache put unconfirmed; going on without it", "key", pp.key, "after", putSettleTimeout)
 			p.d.Metrics.CachePutFailed()
@@ -322,6 +338,13 @@ func (p *Pipeline) settlePuts(ctx context.Context, t *taskRun) {
 			return
 		}
 	}
+}
+
+// putFailed counts and logs a cache write that failed: it only costs a
+// future miss.
+func (p *Pipeline) putFailed(t *taskRun, key string, err error) {
+	p.taskLog(t, "").Warn("cache put failed", "key", key, "err", err)
+	p.d.Metrics.CachePutFailed()
 }
 
 // putSettleTimeout bounds the wait for a task's cache writes.
