@@ -100,6 +100,9 @@ type Report struct {
 	// Rounds lists every round's ratios when there was more than one; the
 	// phases above are the median round's.
 	Rounds []Round `json:"rounds,omitempty"`
+	// Spread is the ratios' spread over the rounds, with confidence
+	// intervals of their medians, when there was more than one.
+	Spread *RoundSpread `json:"round_spread,omitempty"`
 	// Latency and Cached are the latency and cached phases, when run.
 	Latency *Latency `json:"latency,omitempty"`
 	Cached  *Cached  `json:"cached,omitempty"`
@@ -215,7 +218,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		r.OpsOverlappedRatioPct)
 	fmt.Fprintf(w, "  minimal worker (contract-ops with the data made for real by Drover's encoders and sim, none of its pipeline): %.2f of contract-ops (overlapped); drover %.2f of it\n",
 		r.MinimalOfOpsOverlappedPct/100, r.DroverOfMinimalPct/100)
-	writeRounds(w, r.Rounds)
+	writeRounds(w, r.Rounds, r.Spread)
 	fmt.Fprintf(w, "stored writes per task: %.2f including the request, %.2f excluding it (target: <= %.0f); floor %.2f including\n",
 		r.Writes.PerTask, r.Writes.PerTaskExcl, MaxWritesPerTask, r.FloorOverlapped.WritesPerTask)
 	writeStreamWrites(w, r.Writes, r.Tasks)

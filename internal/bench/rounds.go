@@ -71,17 +71,33 @@ func (r *Report) setRounds(rounds []benchRound) {
 			Median:                     i == m,
 		}
 	}
+	r.Spread = newRoundSpread(r.Rounds)
 }
 
-// writeRounds prints each round's ratios and their range.
-func writeRounds(w io.Writer, rounds []Round) {
-	if len(rounds) < 2 {
+// newRoundSpread is the spread of the ratios of rounds.
+func newRoundSpread(rounds []Round) *RoundSpread {
+	of := func(f func(Round) float64) Spread {
+		v := make([]float64, len(rounds))
+		for i, rd := range rounds {
+			v[i] = f(rd)
+		}
+		return newSpread(v)
+	}
+	return &RoundSpread{
+		Rounds:                 len(rounds),
+		DroverOfOpsOverlapped:  of(func(rd Round) float64 { return rd.DroverOfOpsOverlappedPct / 100 }),
+		DroverOfMinimal:        of(func(rd Round) float64 { return rd.DroverOfMinimalPct / 100 }),
+		MinimalOfOpsOverlapped: of(func(rd Round) float64 { return rd.MinimalOfOpsOverlappedPct / 100 }),
+		RatioOverlappedPct:     of(func(rd Round) float64 { return rd.RatioOverlappedPct }),
+	}
+}
+
+// writeRounds prints each round's ratios, their ranges and medians, and
+// the medians' confidence intervals.
+func writeRounds(w io.Writer, rounds []Round, sp *RoundSpread) {
+	if len(rounds) < 2 || sp == nil {
 		return
 	}
-	ops := make([]float64, len(rounds))
-	floor := make([]float64, len(rounds))
-	ofMin := make([]float64, len(rounds))
-	minOfOps := make([]float64, len(rounds))
 	fmt.Fprintf(w, "\n%d rounds (the tables above are the median round's, marked *):\n", len(rounds))
 	for i, rd := range rounds {
 		mark := " "
@@ -91,16 +107,14 @@ func writeRounds(w io.Writer, rounds []Round) {
 		fmt.Fprintf(w, "  %s round %d: drover %.0f tasks/s, %.2f of contract-ops (overlapped, %.0f tasks/s), %.1f%% of the floor (overlapped, %.0f tasks/s), %.2f of the minimal worker (%.0f tasks/s, %.2f of contract-ops)\n",
 			mark, i+1, rd.DroverTasksPerSec, rd.DroverOfOpsOverlappedPct/100, rd.OpsOverlappedTasksPerSec, rd.RatioOverlappedPct, rd.FloorOverlappedTasksPerSec,
 			rd.DroverOfMinimalPct/100, rd.MinimalTasksPerSec, rd.MinimalOfOpsOverlappedPct/100)
-		ops[i], floor[i] = rd.DroverOfOpsOverlappedPct/100, rd.RatioOverlappedPct
-		ofMin[i], minOfOps[i] = rd.DroverOfMinimalPct/100, rd.MinimalOfOpsOverlappedPct/100
 	}
-	for _, v := range [][]float64{ops, floor, ofMin, minOfOps} {
-		slices.Sort(v)
-	}
+	ops, floor, ofMin, minOfOps := sp.DroverOfOpsOverlapped, sp.RatioOverlappedPct, sp.DroverOfMinimal, sp.MinimalOfOpsOverlapped
 	fmt.Fprintf(w, "  drover / contract-ops (overlapped): %.2f-%.2f, median %.2f; drover / floor (overlapped): %.1f-%.1f%%, median %.1f%%\n",
-		ops[0], ops[len(ops)-1], median(ops), floor[0], floor[len(floor)-1], median(floor))
+		ops.Min, ops.Max, ops.Median, floor.Min, floor.Max, floor.Median)
 	fmt.Fprintf(w, "  drover / minimal worker: %.2f-%.2f, median %.2f; minimal worker / contract-ops (overlapped): %.2f-%.2f, median %.2f\n",
-		ofMin[0], ofMin[len(ofMin)-1], median(ofMin), minOfOps[0], minOfOps[len(minOfOps)-1], median(minOfOps))
+		ofMin.Min, ofMin.Max, ofMin.Median, minOfOps.Min, minOfOps.Max, minOfOps.Median)
+	fmt.Fprintf(w, "  confidence intervals of the medians (%.1f%%, order statistics of the rounds): drover / contract-ops (overlapped) %.2f-%.2f; drover / floor (overlapped) %.1f-%.1f%%; drover / minimal worker %.2f-%.2f; minimal worker / contract-ops (overlapped) %.2f-%.2f\n",
+		100*ops.Confidence, ops.Lo, ops.Hi, floor.Lo, floor.Hi, ofMin.Lo, ofMin.Hi, minOfOps.Lo, minOfOps.Hi)
 }
 
 // median is the median of sorted values (the mean of the middle two of an

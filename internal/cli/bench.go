@@ -57,8 +57,11 @@ acked only once its audit event is stored, a CAS state write completes
 before the one that depends on its revision), so the floor is an honest
 one. Each raw phase prints a per-operation latency breakdown. With --rounds N the phases
 run N times and the report is the round with the median ratio of Drover to
-overlapped contract-ops, with every round's ratios: on a machine whose speed
-drifts, one round says little. --profile-dir writes a CPU profile of each
+overlapped contract-ops, with every round's ratios, their ranges and medians,
+and a confidence interval of each median (two order statistics of the
+rounds, the sign test's interval: 95% or more from six rounds, the range's
+93.75% from five): on a machine whose speed drifts, one round says little.
+--profile-dir writes a CPU profile of each
 phase of the first round, to compare where the phases spend their CPU.
 The Drover, contract-ops and floor phases
 report their CPU, heap allocations per task and garbage collections (the
@@ -180,7 +183,7 @@ unless --keep.`,
 	f.IntVar(&latency, "latency-tasks", bench.DefaultLatencyTasks, "tasks of the latency phase, one at a time on an idle worker (0: skip it)")
 	f.IntVar(&cached, "cached-tasks", bench.DefaultCachedTasks, "unchanged tasks of the cached phase, run twice (0: skip it)")
 	f.StringVar(&syncFlag, "sync", "always", `embedded server's fsync: "always" (before every ack) or an interval such as 2m (nats-server's default)`)
-	f.IntVar(&rounds, "rounds", 1, "run the drover, contract-ops, minimal worker and floor phases this many times and report the round with the median ratio, and the range")
+	f.IntVar(&rounds, "rounds", 1, "run the drover, contract-ops, minimal worker and floor phases this many times and report the round with the median ratio, the range, and a confidence interval of the median (95% from six rounds)")
 	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the drover phase to this file")
 	f.StringVar(&profileDir, "profile-dir", "", "write a CPU profile of each phase of the first round (and of the cached contract-ops phase) to this existing directory, a file per phase named after it: drover.pprof (unless --cpuprofile), contract-ops-overlapped.pprof, ...")
 	f.StringVar(&memProfile, "memprofile", "", "write an allocation profile of the drover phase to this file")

@@ -55,6 +55,14 @@ func TestBenchReportsEveryPhase(t *testing.T) {
 		Cached struct {
 			Hits int `json:"hits"`
 		} `json:"cached"`
+		Spread struct {
+			Rounds int `json:"rounds"`
+			Ops    struct {
+				Lo         float64 `json:"ci_lo"`
+				Hi         float64 `json:"ci_hi"`
+				Confidence float64 `json:"ci_confidence"`
+			} `json:"drover_of_contract_ops_overlapped"`
+		} `json:"round_spread"`
 		Rounds []struct {
 			Ratio  float64 `json:"drover_of_contract_ops_overlapped_pct"`
 			Median bool    `json:"median"`
@@ -70,6 +78,9 @@ func TestBenchReportsEveryPhase(t *testing.T) {
 	require.Equal(t, 9, rep.Cached.Hits)
 	require.Len(t, rep.Rounds, 2, "each round's ratios are listed")
 	require.NotEqual(t, rep.Rounds[0].Median, rep.Rounds[1].Median, "one round is the median")
+	require.Equal(t, 2, rep.Spread.Rounds, "the ratios' spread over the rounds")
+	require.LessOrEqual(t, rep.Spread.Ops.Lo, rep.Spread.Ops.Hi)
+	require.InDelta(t, 0.5, rep.Spread.Ops.Confidence, 1e-12, "two rounds' range holds the median half the time")
 
 	for _, name := range []string{"drover", "contract-ops-overlapped", "minimal-worker", "floor-overlapped", "contract-ops-fully-cached"} {
 		fi, err := os.Stat(filepath.Join(profiles, name+".pprof"))
