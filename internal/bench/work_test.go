@@ -73,3 +73,19 @@ func TestTaskDataIsATasksRecord(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTaskData is what making one task's data costs on its own: the
+// minimal worker's work per task beyond contract-ops' operations.
+func BenchmarkTaskData(b *testing.B) {
+	cfg, err := Config{Tasks: 1}.withDefaults()
+	require.NoError(b, err)
+	m := newDataMaker(cfg)
+	msg, err := m.request(7)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.make(context.Background(), 7, msg.Data, "p.audit.", "bench.t7"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
