@@ -56,21 +56,21 @@ func TestRawPhasesOverlapped(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			over, err := tc.run(ctx, cfg, srv.ClientURL())
+			ph, err := tc.run(ctx, cfg, srv.ClientURL())
 			require.NoError(t, err)
-			require.Equal(t, cfg.Tasks, over.Completed)
-			require.InDelta(t, tc.writes, over.WritesPerTask, 1e-9)
+			require.Equal(t, cfg.Tasks, ph.Completed)
+			require.InDelta(t, tc.writes, ph.WritesPerTask, 1e-9)
 			for op, n := range tc.waited {
-				require.Contains(t, ops(over), op)
-				require.InDelta(t, n, ops(over)[op].PerTask, 1e-9, op)
-				require.True(t, ops(over)[op].Waited, op)
+				require.Contains(t, ops(ph), op)
+				require.InDelta(t, n, ops(ph)[op].PerTask, 1e-9, op)
+				require.True(t, ops(ph)[op].Waited, op)
 			}
 			for op, n := range tc.overlap {
-				require.Contains(t, ops(over), op)
-				require.InDelta(t, n, ops(over)[op].PerTask, 1e-9, op)
-				require.False(t, ops(over)[op].Waited, op)
+				require.Contains(t, ops(ph), op)
+				require.InDelta(t, n, ops(ph)[op].PerTask, 1e-9, op)
+				require.False(t, ops(ph)[op].Waited, op)
 			}
-			require.Len(t, ops(over), len(tc.waited)+len(tc.overlap))
+			require.Len(t, ops(ph), len(tc.waited)+len(tc.overlap))
 		})
 	}
 }

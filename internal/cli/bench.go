@@ -55,16 +55,16 @@ hand-written worker would (asynchronous publishes and KV writes in flight
 together, waiting only where correctness needs the answer: the task is
 acked only once its audit event is stored, a CAS state write completes
 before the one that depends on its revision), so the floor is an honest
-one. Each raw phase prints a per-operation latency breakdown. With --rounds N the phases
-run N times and the report is the round with the median ratio of Drover to
-overlapped contract-ops, with every round's ratios, their ranges and medians,
-and a confidence interval of each median (two order statistics of the
-rounds, the sign test's interval: 95% or more from six rounds, the range's
-93.75% from five): on a machine whose speed drifts, one round says little.
---profile-dir writes a CPU profile of each
-phase of the first round, to compare where the phases spend their CPU.
-The Drover, contract-ops and floor phases
-report their CPU, heap allocations per task and garbage collections (the
+one. Each raw phase prints a per-operation latency breakdown. With
+--rounds N the phases run N times and the report is the round with the
+median ratio of Drover to overlapped contract-ops, with every round's
+ratios, their ranges and medians, and a confidence interval of each median
+(two order statistics of the rounds, the sign test's interval: 95% or more
+from six rounds, the range's 93.75% from five): on a machine whose speed
+drifts, one round says little. --profile-dir writes a CPU profile of each
+phase of the first round, to compare where the phases spend their CPU. The
+Drover, contract-ops and floor phases report their CPU, heap allocations
+per task and garbage collections (the
 whole process's, an embedded server's included); the Drover phase and the
 first raw phase each follow an untimed warm-up, which takes the start-up
 and the clean-up of the phase before, and every timed phase starts from a
