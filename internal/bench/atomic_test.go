@@ -37,7 +37,7 @@ func BenchmarkAuditEventsPerTask(b *testing.B) {
 	const tasks, events, publishers = 1000, 5, 16
 	srv := natstest.Server(b)
 	nc, js := natstest.Connect(b, srv.ClientURL())
-	body := padded(opsEvent, "event_type", "bench")
+	body := padded(1000, "event_type", "bench") // about an event with its headers
 	for _, mode := range []string{"fenced", "atomic"} {
 		b.Run(mode, func(b *testing.B) {
 			var elapsed time.Duration

@@ -79,7 +79,7 @@ func runDrover(ctx context.Context, cfg Config, url string) (ph Phase, w Writes,
 		if err != nil {
 			return err
 		}
-		tr := newTerminals(fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano()), cfg.Tasks)
+		tr := newTerminals(newWorkflowID(), cfg.Tasks)
 		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, nil, pipeline.Config{OnTerminal: tr.record})
 		if err != nil {
 			return err

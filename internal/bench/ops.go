@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,47 +16,65 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// The sizes of what the contract-ops phase stores: those of a one-round
-// sim task as Drover stores it (a state value with two, then three, audit
-// events in its outbox; an audit event; a cached role result).
-const (
-	opsStateFirst = 2200
-	opsStateFinal = 3600
-	opsEvent      = 1000
-	opsCacheEntry = 220
-)
-
-// opsValues are the bodies the contract-ops phase stores.
-type opsValues struct{ first, final, event, entry []byte }
-
-func newOpsValues() opsValues {
-	return opsValues{
-		first: padded(opsStateFirst, "state", "running"),
-		final: padded(opsStateFinal, "state", "completed"),
-		event: padded(opsEvent, "event_type", "bench"),
-		entry: padded(opsCacheEntry, "action", "bench"),
-	}
+// opsValues are the bodies the contract-ops phase stores, each of the size
+// of its counterpart in a one-round sim task's data as Drover's encoders
+// make it (taskData): the state after the planner (two events in its
+// outbox), the last state (three), the five audit events and the three
+// cached role results. Measured from a sample task when a phase starts,
+// so they follow the encoders instead of constants that drift from them.
+type opsValues struct {
+	first, final []byte
+	events       [5][]byte // taskEvents' bodies, in their order
+	entries      [len(taskRoles)][]byte
 }
 
-// padded is a JSON object {"<key>":"<value>","pad":"xx..."} of n bytes.
+// opsSampleTask is the task whose data sizes contract-ops' values.
+const opsSampleTask = 1000
+
+func newOpsValues(cfg Config) (opsValues, error) {
+	m := newDataMaker(cfg)
+	msg, err := m.request(opsSampleTask)
+	if err != nil {
+		return opsValues{}, fmt.Errorf("bench: contract-ops sample request: %w", err)
+	}
+	d, err := m.make(context.Background(), opsSampleTask, msg.Data, "", "")
+	if err != nil {
+		return opsValues{}, fmt.Errorf("bench: contract-ops sample data: %w", err)
+	}
+	v := opsValues{first: padded(len(d.first), "state", "running"), final: padded(len(d.final), "state", "completed")}
+	for k, ev := range d.events {
+		v.events[k] = padded(len(ev.Data), "event_type", taskEvents[k].eventType)
+	}
+	for r, entry := range d.entries {
+		v.entries[r] = padded(len(entry), "action", string(taskRoles[r]))
+	}
+	return v, nil
+}
+
+// padded is a JSON object {"<key>":"<value>","pad":"xx..."} of n bytes,
+// or of the least such object's size if n is less.
 func padded(n int, key, value string) []byte {
 	head := `{"` + key + `":"` + value + `","pad":"`
-	return []byte(head + strings.Repeat("x", n-len(head)-2) + `"}`)
+	return []byte(head + strings.Repeat("x", max(n-len(head)-2, 0)) + `"}`)
 }
 
 // runOps runs the contract-ops phase: per task, the JetStream operations
 // a Drover worker performs for a cold one-round task under the wire
-// contract, with messages of the sizes Drover stores and the contract's
-// headers, and none of Drover's own work (no decoding, encoding, hashing or
-// runner), overlapping whatever the contract lets a worker overlap
+// contract, with messages of the sizes Drover stores (opsValues), the
+// contract's headers and cache keys of its shape (cacheKey), and none of
+// Drover's own work (no decoding, encoding, hashing or runner), overlapping whatever the contract lets a worker overlap
 // (opsTask.overlapped). Its throughput is the most an implementation of the
 // contract making those operations reaches on this server with this pool;
 // Drover's share of it is what Drover's own code costs.
 func runOps(ctx context.Context, cfg Config, url string) (Phase, error) {
-	v := newOpsValues()
+	v, err := newOpsValues(cfg)
+	if err != nil {
+		return Phase{}, err
+	}
+	wf := newWorkflowID()
 	return newRaw(cfg, "contract-ops (overlapped)", "opsx", 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
-		t := &opsTask{ctx: ctx, r: r, i: i, v: v, task: "t" + strconv.Itoa(i)}
-		t.key = "bench." + t.task
+		t := newOpsTask(ctx, r, i, wf)
+		t.v = v
 		return t.overlapped()
 	}).run(ctx, url)
 }
@@ -65,8 +85,7 @@ func runOps(ctx context.Context, cfg Config, url string) (Phase, error) {
 func runMinimal(ctx context.Context, cfg Config, url string) (Phase, error) {
 	m := newDataMaker(cfg)
 	r := newRaw(cfg, "minimal worker", "min", 2, func(ctx context.Context, r *raw, i int, body []byte) error {
-		t := &opsTask{ctx: ctx, r: r, i: i, task: "t" + strconv.Itoa(i)}
-		t.key = "bench." + t.task
+		t := newOpsTask(ctx, r, i, m.wf)
 		var err error
 		if t.data, err = m.make(ctx, i, body, r.auditTo, t.key); err != nil {
 			return err
@@ -86,18 +105,22 @@ func runMinimal(ctx context.Context, cfg Config, url string) (Phase, error) {
 // audit events one after another, the ack. The cache is filled before the
 // phase, untimed. It is the floor of Drover's cached run on this server.
 func runOpsCached(ctx context.Context, cfg Config, url string) (Phase, error) {
-	v := newOpsValues()
+	v, err := newOpsValues(cfg)
+	if err != nil {
+		return Phase{}, err
+	}
+	wf := newWorkflowID()
 	r := newRaw(cfg, "contract-ops (fully cached)", "opsc", 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
-		t := &opsTask{ctx: ctx, r: r, i: i, v: v, task: "t" + strconv.Itoa(i)}
-		t.key = "bench." + t.task
+		t := newOpsTask(ctx, r, i, wf)
+		t.v = v
 		return t.cached()
 	})
 	r.prepare = func(ctx context.Context, r *raw) error {
 		// In windows of half the async limit, so the fill never stalls.
 		futures := make([]jetstream.PubAckFuture, 0, rawAsyncWindow/2)
 		for i := range cfg.Tasks {
-			for _, role := range []string{"planner", "implementer", "judge"} {
-				f, err := r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + r.kv[1].Bucket() + "." + cacheKey(role, i), Data: v.entry})
+			for role := range taskRoles {
+				f, err := r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + r.kv[1].Bucket() + "." + cacheKey(role, i), Data: v.entries[role]})
 				if err != nil {
 					return fmt.Errorf("filling the cache: %w", err)
 				}
@@ -117,18 +140,49 @@ func runOpsCached(ctx context.Context, cfg Config, url string) (Phase, error) {
 	return r.run(ctx, url)
 }
 
-// cacheKey is role's cache key for task i in a contract-ops phase.
-func cacheKey(role string, i int) string { return fmt.Sprintf("%s.%064d", role, i) }
+// cacheKey is the cache key of taskRoles[role] for task i in a
+// contract-ops phase. It has the contract's shape, <role>.<sha256 hex>,
+// and its 64 hex digits are spread as evenly as a sha256's (four
+// splitmix64 outputs, distinct for distinct task and role), made without
+// hashing. The shape matters: the server keeps a stream's subjects in a
+// radix tree, which costs more to insert into and search with keys as
+// spread as the contract's than with sequential ones sharing long
+// prefixes, which no implementation of the contract could use.
+func cacheKey(role, i int) string {
+	var sum [32]byte
+	seed := uint64(i*len(taskRoles)+role) * 4
+	for w := range 4 {
+		binary.BigEndian.PutUint64(sum[w*8:], splitmix64(seed+uint64(w)))
+	}
+	return string(taskRoles[role]) + "." + hex.EncodeToString(sum[:])
+}
+
+// splitmix64 is a bijection of 64-bit words whose outputs for successive
+// inputs look independent and uniform (SplitMix64's finaliser).
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
 
 // opsTask is one task of a contract-ops phase.
 type opsTask struct {
-	ctx       context.Context
-	r         *raw
-	i         int
-	v         opsValues
-	task, key string
-	seq       uint64    // the task's last audit sequence: the next event's fence
-	data      *taskData // the minimal worker's data; nil: contract-ops' padding
+	ctx      context.Context
+	r        *raw
+	i        int
+	v        opsValues
+	wf, task string
+	key      string    // "<wf>.<task>": its state key and audit subjects' middle
+	seq      uint64    // the task's last audit sequence: the next event's fence
+	data     *taskData // the minimal worker's data; nil: contract-ops' padding
+}
+
+// newOpsTask is task i of workflow wf, named as Drover names the bench's
+// tasks, so its subjects, keys and IDs are as long as Drover's.
+func newOpsTask(ctx context.Context, r *raw, i int, wf string) *opsTask {
+	task := "t" + strconv.Itoa(i)
+	return &opsTask{ctx: ctx, r: r, i: i, wf: wf, task: task, key: wf + "." + task}
 }
 
 // put is a cache put in flight.
@@ -156,7 +210,7 @@ func (t *opsTask) lookup(r int) (put, error) {
 	if t.data != nil {
 		k, entry = t.data.keys[r], t.data.entries[r]
 	} else {
-		k, entry = cacheKey(string(taskRoles[r]), t.i), t.v.entry
+		k, entry = cacheKey(r, t.i), t.v.entries[r]
 	}
 	start := time.Now()
 	if _, err := cache.Get(t.ctx, k); !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -181,8 +235,8 @@ func (t *opsTask) settle(ps ...put) error {
 	return nil
 }
 
-// hit is a role's cache lookup that finds the result.
-func (t *opsTask) hit(role string) error {
+// hit is a role's cache lookup (taskRoles[role]) that finds the result.
+func (t *opsTask) hit(role int) error {
 	k := cacheKey(role, t.i)
 	start := time.Now()
 	if _, err := t.r.kv[1].Get(t.ctx, k); err != nil {
@@ -231,8 +285,20 @@ func (t *opsTask) publish(k int) error {
 	if t.data != nil {
 		return t.send(t.data.events[k], t.data.events[k].Header.Get(subjects.HeaderMsgID))
 	}
+	msg := t.event(k)
+	return t.send(msg, msg.Header.Get(subjects.HeaderMsgID))
+}
+
+// event is contract-ops' message of taskEvents[k]: the contract's subject
+// and headers (those of Msg, and Drover-Prev) and a body of the event's
+// size.
+func (t *opsTask) event(k int) *nats.Msg {
 	actor, eventType := taskEvents[k].actor, taskEvents[k].eventType
-	id := "bench/" + t.task + "/1/" + actor + "/" + eventType
+	id := t.wf + "/" + t.task + "/1/" + actor + "/" + eventType
+	prev := opsPrev
+	if k == 0 {
+		prev = ""
+	}
 	h := nats.Header{
 		subjects.HeaderMsgID:         {id},
 		subjects.HeaderContract:      {subjects.ContractVersion},
@@ -241,10 +307,11 @@ func (t *opsTask) publish(k int) error {
 		subjects.HeaderCESource:      {"drover/" + t.r.cfg.Names.Prefix()},
 		subjects.HeaderCEType:        {"dev.drover." + eventType},
 		subjects.HeaderCETime:        {time.Now().UTC().Format(time.RFC3339Nano)},
-		subjects.HeaderCESubject:     {"bench/" + t.task},
+		subjects.HeaderCESubject:     {t.wf + "/" + t.task},
 		subjects.HeaderCEContentType: {"application/json"},
+		subjects.HeaderPrev:          {prev},
 	}
-	return t.send(&nats.Msg{Subject: t.r.auditTo + t.key + "." + actor + "." + eventType, Header: h, Data: t.v.event}, id)
+	return &nats.Msg{Subject: t.r.auditTo + t.key + "." + actor + "." + eventType, Header: h, Data: t.v.events[k]}
 }
 
 // send publishes an audit event fenced on the task's last audit sequence
@@ -267,6 +334,11 @@ func (t *opsTask) flushFirst() <-chan error {
 	go func() { flushed <- t.publishAll(0, 2) }()
 	return flushed
 }
+
+// opsPrev is contract-ops' Drover-Prev: a link's length (64 hex digits)
+// on every event but a task's first, whose link is empty, as the
+// contract's hash chain has it, with no hashing.
+var opsPrev = strings.Repeat("0", 64)
 
 // auditEvent is one audit event of a contract-ops task.
 type auditEvent struct{ actor, eventType string }
@@ -351,11 +423,9 @@ func (t *opsTask) overlapped() error {
 
 // cached makes a fully cached task's operations (runOpsCached).
 func (t *opsTask) cached() error {
-	err := t.alongsideClaim(func() error { return t.hit("planner") })
-	for _, role := range []string{"implementer", "judge"} {
-		if err == nil {
-			err = t.hit(role)
-		}
+	err := t.alongsideClaim(func() error { return t.hit(0) })
+	for role := 1; role < len(taskRoles) && err == nil; role++ {
+		err = t.hit(role)
 	}
 	if err != nil {
 		return err

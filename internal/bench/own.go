@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -19,6 +20,9 @@ const DefaultPrefix = "drover_bench"
 // workflowPrefix starts the workflow ID of every bench run, which
 // checkPrefix recognises in an audit stream.
 const workflowPrefix = "bench-"
+
+// newWorkflowID is a bench run's workflow ID: the prefix and the time.
+func newWorkflowID() string { return fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano()) }
 
 // benchWorker is the worker name of the Drover phase's worker and of the
 // minimal worker's data.

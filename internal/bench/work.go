@@ -54,7 +54,7 @@ type dataMaker struct {
 
 // newDataMaker makes the data of the tasks of a fresh workflow.
 func newDataMaker(cfg Config) *dataMaker {
-	return &dataMaker{names: cfg.Names, wf: fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano()),
+	return &dataMaker{names: cfg.Names, wf: newWorkflowID(),
 		pub: audit.NewPublisher(nil, cfg.Names), sim: runner.NewSim(runner.SimOptions{}),
 		limits: subjects.Limits{MaxBytes: subjects.DefaultMaxBodyBytes}}
 }
@@ -86,7 +86,7 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 	d := &taskData{}
 	st := subjects.TaskState{Workflow: req.Workflow, Task: req.ID, State: subjects.StateRunning, Attempt: 1,
 		Outputs: make(map[subjects.Role]string, 3), UpdatedAt: now, Worker: benchWorker, Queue: Queue,
-		StreamSeq: uint64(i + 1), Delivery: 1, Type: req.Type}
+		StreamSeq: uint64(i + 1), Delivery: 1, Type: req.Type, StartedAt: now}
 	newEvent := func(et subjects.EventType, actor subjects.Actor) *subjects.AuditEvent {
 		return &subjects.AuditEvent{EventID: subjects.EventID(req.Workflow, req.ID, 1, actor, et, 0), EventType: et,
 			WorkflowID: req.Workflow, TaskID: req.ID, Actor: actor, Attempt: 1, Timestamp: now, Status: subjects.StatusSuccess, Worker: benchWorker}
@@ -121,7 +121,7 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 	if err := add(ev); err != nil {
 		return nil, err
 	}
-	var plan, change json.RawMessage
+	var plan, change, verdict json.RawMessage
 	for r, role := range taskRoles {
 		rq := runner.Request{Role: role, Task: req, Attempt: 1, Plan: plan, Change: change}
 		d.keys[r] = cache.Key(m.sim.Identity(), rq)
@@ -149,14 +149,18 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 			outbox = nil
 		case subjects.RoleImplementer:
 			change = res.Output
+		case subjects.RoleJudge:
+			verdict = res.Output
 		}
 	}
+	// The final result, as the contract has it: {"attempts","change","verdict"}.
+	result := append(append(append(append([]byte(`{"attempts":1,"change":`), change...), `,"verdict":`...), verdict...), '}')
 	ev = newEvent(subjects.EventTaskCompleted, subjects.ActorSystem)
-	ev.Action, ev.Output = "completed", change
+	ev.Action, ev.Output = "completed", result
 	if err := add(ev); err != nil {
 		return nil, err
 	}
-	st.State, st.Stage, st.Result, st.Outbox, st.UpdatedAt = subjects.StateCompleted, subjects.StageDone, change, outbox, time.Now().UTC()
+	st.State, st.Stage, st.Result, st.Outbox, st.UpdatedAt = subjects.StateCompleted, subjects.StageDone, result, outbox, time.Now().UTC()
 	if d.final, err = subjects.MarshalTaskState(&st); err != nil {
 		return nil, err
 	}

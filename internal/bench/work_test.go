@@ -43,7 +43,7 @@ func TestTaskDataIsATasksRecord(t *testing.T) {
 		prev = audit.LinkHex(msg.Subject, prev, msg.Data)
 	}
 	sim := runner.NewSim(runner.SimOptions{})
-	var plan, change json.RawMessage
+	var plan, change, verdict json.RawMessage
 	for r, role := range taskRoles {
 		rq := runner.Request{Role: role, Task: req.WithDefaults(), Attempt: 1, Plan: plan, Change: change}
 		require.Equal(t, cache.Key(sim.Identity(), rq), d.keys[r])
@@ -57,8 +57,20 @@ func TestTaskDataIsATasksRecord(t *testing.T) {
 			plan = res.Output
 		case subjects.RoleImplementer:
 			change = res.Output
+		case subjects.RoleJudge:
+			verdict = res.Output
 		}
 	}
+	// The final result is the contract's: the change, the verdict and the
+	// rounds, in task_completed's output and in the last state.
+	var done subjects.AuditEvent
+	require.NoError(t, json.Unmarshal(d.events[4].Data, &done))
+	want := `{"attempts":1,"change":` + string(change) + `,"verdict":` + string(verdict) + `}`
+	require.JSONEq(t, want, string(done.Output))
+	var final subjects.TaskState
+	require.NoError(t, json.Unmarshal(d.final, &final))
+	require.JSONEq(t, want, string(final.Result))
+	require.False(t, final.StartedAt.IsZero(), "the state says when the task was picked up")
 	for _, tc := range []struct {
 		value  []byte
 		state  string

@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/subjects"
+)
+
+// Contract-ops stores what Drover stores for a one-round task, byte for
+// byte in size: each value is as long as its counterpart in the data
+// Drover's encoders make, and each event's subject is as long as Drover's,
+// with the same header keys and values as long (Drover-Prev empty on the
+// first event and a link's length after it).
+func TestOpsStoresDroversSizesAndHeaders(t *testing.T) {
+	cfg, err := Config{Tasks: 3}.withDefaults()
+	require.NoError(t, err)
+	v, err := newOpsValues(cfg)
+	require.NoError(t, err)
+	m := newDataMaker(cfg)
+	msg, err := m.request(opsSampleTask)
+	require.NoError(t, err)
+	task := newOpsTask(context.Background(), &raw{cfg: cfg, auditTo: "p.audit."}, opsSampleTask, newWorkflowID())
+	task.v = v
+	d, err := m.make(context.Background(), opsSampleTask, msg.Data, "p.audit.", subjects.Token(m.wf)+"."+task.task)
+	require.NoError(t, err)
+
+	require.Len(t, v.first, len(d.first))
+	require.Len(t, v.final, len(d.final))
+	for r := range taskRoles {
+		require.Len(t, v.entries[r], len(d.entries[r]), "the %s's entry", taskRoles[r])
+		require.True(t, json.Valid(v.entries[r]))
+	}
+	for k, want := range d.events {
+		got := task.event(k)
+		require.Len(t, got.Subject, len(want.Subject), "event %d: %s against %s", k, got.Subject, want.Subject)
+		require.Len(t, got.Data, len(want.Data), "event %d", k)
+		require.True(t, json.Valid(got.Data), "event %d", k)
+		require.Equal(t, slices.Sorted(maps.Keys(want.Header)), slices.Sorted(maps.Keys(got.Header)), "event %d", k)
+		for _, h := range []string{subjects.HeaderMsgID, subjects.HeaderCEID, subjects.HeaderCESubject, subjects.HeaderCESource, subjects.HeaderCEType, subjects.HeaderPrev} {
+			require.Len(t, got.Header.Get(h), len(want.Header.Get(h)), "event %d, header %s: %q against %q", k, h, got.Header.Get(h), want.Header.Get(h))
+		}
+	}
+}
+
+// Contract-ops' cache keys have the contract's shape, <role>.<sha256 hex>,
+// are distinct, and spread over the hex digits as a hash's are: the
+// server's subject tree costs more with such keys than with sequential
+// ones, so sequential keys would flatter contract-ops.
+func TestCacheKeyHasTheContractsShape(t *testing.T) {
+	shape := regexp.MustCompile(`^(planner|implementer|judge)\.[0-9a-f]{64}$`)
+	const tasks = 20000
+	seen := make(map[string]bool, tasks*len(taskRoles))
+	var lead [3][16]int // per role, how often each hex digit leads the hash
+	for i := range tasks {
+		for r, role := range taskRoles {
+			k := cacheKey(r, i)
+			require.Regexp(t, shape, k)
+			require.Equal(t, string(role)+".", k[:len(role)+1])
+			require.False(t, seen[k], "key %s repeats", k)
+			seen[k] = true
+			d, err := strconv.ParseUint(k[len(role)+1:len(role)+2], 16, 8)
+			require.NoError(t, err)
+			lead[r][d]++
+		}
+	}
+	// 1,250 expected per digit; a sequential key (one leading digit) or a
+	// few distinct ones fail this by far.
+	for r := range lead {
+		for dgt, n := range lead[r] {
+			require.InDelta(t, tasks/16, n, 200, "role %s, leading digit %x", taskRoles[r], dgt)
+		}
+	}
+	require.Equal(t, cacheKey(1, 7), cacheKey(1, 7), "a key is a function of its task and role")
+}
