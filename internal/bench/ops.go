@@ -31,8 +31,7 @@ type opsValues struct {
 // opsSampleTask is the task whose data sizes contract-ops' values.
 const opsSampleTask = 1000
 
-func newOpsValues(cfg Config) (opsValues, error) {
-	m := newDataMaker(cfg)
+func newOpsValues(m *dataMaker) (opsValues, error) {
 	msg, err := m.request(opsSampleTask)
 	if err != nil {
 		return opsValues{}, fmt.Errorf("bench: contract-ops sample request: %w", err)
@@ -62,21 +61,26 @@ func padded(n int, key, value string) []byte {
 // a Drover worker performs for a cold one-round task under the wire
 // contract, with messages of the sizes Drover stores (opsValues), the
 // contract's headers and cache keys of its shape (cacheKey), and none of
-// Drover's own work (no decoding, encoding, hashing or runner), overlapping whatever the contract lets a worker overlap
-// (opsTask.overlapped). Its throughput is the most an implementation of the
-// contract making those operations reaches on this server with this pool;
-// Drover's share of it is what Drover's own code costs.
+// Drover's own work (no decoding, encoding, hashing or runner),
+// overlapping whatever the contract lets a worker overlap
+// (opsTask.overlapped). Its requests are published as a producer publishes
+// them, as the Drover phase's are (the producer shares the process's
+// CPU). Its throughput is the most an implementation of the contract
+// making those operations reaches on this server with this pool; Drover's
+// share of it is what Drover's own code costs.
 func runOps(ctx context.Context, cfg Config, url string) (Phase, error) {
-	v, err := newOpsValues(cfg)
+	m := newDataMaker(cfg)
+	v, err := newOpsValues(m)
 	if err != nil {
 		return Phase{}, err
 	}
-	wf := newWorkflowID()
-	return newRaw(cfg, "contract-ops (overlapped)", "opsx", 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
-		t := newOpsTask(ctx, r, i, wf)
+	r := newRaw(cfg, "contract-ops (overlapped)", "opsx", 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
+		t := newOpsTask(ctx, r, i, m.wf)
 		t.v = v
 		return t.overlapped()
-	}).run(ctx, url)
+	})
+	r.request, r.index = m.request, m.index
+	return r.run(ctx, url)
 }
 
 // runMinimal runs the minimal worker's phase: contract-ops (overlapped)
@@ -105,16 +109,17 @@ func runMinimal(ctx context.Context, cfg Config, url string) (Phase, error) {
 // audit events one after another, the ack. The cache is filled before the
 // phase, untimed. It is the floor of Drover's cached run on this server.
 func runOpsCached(ctx context.Context, cfg Config, url string) (Phase, error) {
-	v, err := newOpsValues(cfg)
+	m := newDataMaker(cfg)
+	v, err := newOpsValues(m)
 	if err != nil {
 		return Phase{}, err
 	}
-	wf := newWorkflowID()
 	r := newRaw(cfg, "contract-ops (fully cached)", "opsc", 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
-		t := newOpsTask(ctx, r, i, wf)
+		t := newOpsTask(ctx, r, i, m.wf)
 		t.v = v
 		return t.cached()
 	})
+	r.request, r.index = m.request, m.index
 	r.prepare = func(ctx context.Context, r *raw) error {
 		// In windows of half the async limit, so the fill never stalls.
 		futures := make([]jetstream.PubAckFuture, 0, rawAsyncWindow/2)

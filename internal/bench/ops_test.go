@@ -22,14 +22,14 @@ import (
 func TestOpsStoresDroversSizesAndHeaders(t *testing.T) {
 	cfg, err := Config{Tasks: 3}.withDefaults()
 	require.NoError(t, err)
-	v, err := newOpsValues(cfg)
-	require.NoError(t, err)
 	m := newDataMaker(cfg)
+	v, err := newOpsValues(m)
+	require.NoError(t, err)
 	msg, err := m.request(opsSampleTask)
 	require.NoError(t, err)
-	task := newOpsTask(context.Background(), &raw{cfg: cfg, auditTo: "p.audit."}, opsSampleTask, newWorkflowID())
+	task := newOpsTask(context.Background(), &raw{cfg: cfg, auditTo: "p.audit."}, opsSampleTask, m.wf)
 	task.v = v
-	d, err := m.make(context.Background(), opsSampleTask, msg.Data, "p.audit.", subjects.Token(m.wf)+"."+task.task)
+	d, err := m.make(context.Background(), opsSampleTask, msg.Data, "p.audit.", task.key)
 	require.NoError(t, err)
 
 	require.Len(t, v.first, len(d.first))

@@ -42,11 +42,11 @@ JetStream operations Drover performs for each task (the state read, a cache
 lookup and put per role, two state writes, five fenced audit events with the
 contract's headers, the ack), with the sizes Drover's encoders make and cache
 keys of the contract's shape (<role>.<64 hex digits>, spread as a sha256's
-are), but none of Drover's own work: how much of the gap to the floor is
-Drover's code and how much the contract's operations. The minimal worker is
-overlapped contract-ops with each task's data made for real, by Drover's own
-encoders and sim but none of its pipeline (requests published as a producer
-publishes them and decoded strictly, the three roles' results, cache keys and
+are), fed the requests a producer publishes, but none of Drover's own work:
+how much of the gap to the floor is Drover's code and how much the contract's
+operations. The minimal worker is overlapped contract-ops with each task's
+data made for real, by Drover's own encoders and sim but none of its pipeline
+(the requests decoded strictly, the three roles' results, cache keys and
 entries, the five events with their headers and hash-chain links, the two
 states with their outboxes): Drover's ratio to it is what the pipeline costs,
 its ratio to contract-ops what the data costs.
