@@ -74,13 +74,21 @@ func runOps(ctx context.Context, cfg Config, url string) (Phase, error) {
 	if err != nil {
 		return Phase{}, err
 	}
-	r := newRaw(cfg, "contract-ops (overlapped)", "opsx", 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
-		t := newOpsTask(ctx, r, i, m.wf)
+	return newTaskPhase(cfg, m, "contract-ops (overlapped)", "opsx", func(t *opsTask, _ []byte) error {
 		t.v = v
 		return t.overlapped()
+	}).run(ctx, url)
+}
+
+// newTaskPhase is a raw phase fed the requests a producer publishes for
+// m's workflow; work does each task's part on its opsTask, given the
+// request's body.
+func newTaskPhase(cfg Config, m *dataMaker, name, tag string, work func(t *opsTask, body []byte) error) *raw {
+	r := newRaw(cfg, name, tag, 2, func(ctx context.Context, r *raw, i int, body []byte) error {
+		return work(newOpsTask(ctx, r, i, m.wf), body)
 	})
 	r.request, r.index = m.request, m.index
-	return r.run(ctx, url)
+	return r
 }
 
 // runMinimal runs the minimal worker's phase: contract-ops (overlapped)
@@ -88,16 +96,12 @@ func runOps(ctx context.Context, cfg Config, url string) (Phase, error) {
 // as a producer publishes them.
 func runMinimal(ctx context.Context, cfg Config, url string) (Phase, error) {
 	m := newDataMaker(cfg)
-	r := newRaw(cfg, "minimal worker", "min", 2, func(ctx context.Context, r *raw, i int, body []byte) error {
-		t := newOpsTask(ctx, r, i, m.wf)
-		var err error
-		if t.data, err = m.make(ctx, i, body, r.auditTo, t.key); err != nil {
+	return newTaskPhase(cfg, m, "minimal worker", "min", func(t *opsTask, body []byte) (err error) {
+		if t.data, err = m.make(t.ctx, t.i, body, t.r.auditTo, t.key); err != nil {
 			return err
 		}
 		return t.overlapped()
-	})
-	r.request, r.index = m.request, m.index
-	return r.run(ctx, url)
+	}).run(ctx, url)
 }
 
 // runOpsCached runs the cached contract-ops phase: per task, the
@@ -114,12 +118,10 @@ func runOpsCached(ctx context.Context, cfg Config, url string) (Phase, error) {
 	if err != nil {
 		return Phase{}, err
 	}
-	r := newRaw(cfg, "contract-ops (fully cached)", "opsc", 2, func(ctx context.Context, r *raw, i int, _ []byte) error {
-		t := newOpsTask(ctx, r, i, m.wf)
+	r := newTaskPhase(cfg, m, "contract-ops (fully cached)", "opsc", func(t *opsTask, _ []byte) error {
 		t.v = v
 		return t.cached()
 	})
-	r.request, r.index = m.request, m.index
 	r.prepare = func(ctx context.Context, r *raw) error {
 		// In windows of half the async limit, so the fill never stalls.
 		futures := make([]jetstream.PubAckFuture, 0, rawAsyncWindow/2)
