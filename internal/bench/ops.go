@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -19,11 +20,13 @@ import (
 // opsValues are the bodies the contract-ops phase stores, each of the size
 // of its counterpart in a one-round sim task's data as Drover's encoders
 // make it (taskData): the state after the planner (two events in its
-// outbox), the last state (three), the five audit events and the three
-// cached role results. Measured from a sample task when a phase starts,
-// so they follow the encoders instead of constants that drift from them.
+// outbox), the last state (three), a fully cached task's one state (all
+// five), the five audit events and the three cached role results.
+// Measured from a sample task when a phase starts, so they follow the
+// encoders instead of constants that drift from them.
 type opsValues struct {
 	first, final []byte
+	cached       []byte    // a fully cached task's one state: the last, all five events in its outbox
 	events       [5][]byte // taskEvents' bodies, in their order
 	entries      [len(taskRoles)][]byte
 }
@@ -40,7 +43,12 @@ func newOpsValues(m *dataMaker) (opsValues, error) {
 	if err != nil {
 		return opsValues{}, fmt.Errorf("bench: contract-ops sample data: %w", err)
 	}
-	v := opsValues{first: padded(len(d.first), "state", "running"), final: padded(len(d.final), "state", "completed")}
+	cached, err := cachedState(d.first, d.final)
+	if err != nil {
+		return opsValues{}, fmt.Errorf("bench: contract-ops sample data: %w", err)
+	}
+	v := opsValues{first: padded(len(d.first), "state", "running"), final: padded(len(d.final), "state", "completed"),
+		cached: padded(len(cached), "state", "completed")}
 	for k, ev := range d.events {
 		v.events[k] = padded(len(ev.Data), "event_type", taskEvents[k].eventType)
 	}
@@ -48,6 +56,21 @@ func newOpsValues(m *dataMaker) (opsValues, error) {
 		v.entries[r] = padded(len(entry), "action", string(taskRoles[r]))
 	}
 	return v, nil
+}
+
+// cachedState is the state a fully cached task writes, its one write: the
+// last state with the first commit's events in its outbox too, since a
+// cached planner result is committed with the round.
+func cachedState(first, final []byte) ([]byte, error) {
+	var a, b subjects.TaskState
+	if err := json.Unmarshal(first, &a); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(final, &b); err != nil {
+		return nil, err
+	}
+	b.Outbox = append(a.Outbox, b.Outbox...)
+	return subjects.MarshalTaskState(&b)
 }
 
 // padded is a JSON object {"<key>":"<value>","pad":"xx..."} of n bytes,
@@ -437,7 +460,7 @@ func (t *opsTask) cached() error {
 	if err != nil {
 		return err
 	}
-	if _, err := t.createWith(t.v.final); err != nil {
+	if _, err := t.createWith(t.v.cached); err != nil {
 		return err
 	}
 	return t.publishAll(0, len(taskEvents))

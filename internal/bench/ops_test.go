@@ -40,6 +40,16 @@ func TestOpsStoresDroversSizesAndHeaders(t *testing.T) {
 	const timeSlack = 12
 	require.InDelta(t, len(d.first), len(v.first), (2+2*2)*timeSlack, "the first state")
 	require.InDelta(t, len(d.final), len(v.final), (2+3*2)*timeSlack, "the final state")
+	cached, err := cachedState(d.first, d.final)
+	require.NoError(t, err)
+	require.InDelta(t, len(cached), len(v.cached), (2+5*2)*timeSlack, "a fully cached task's state")
+	var st subjects.TaskState
+	require.NoError(t, json.Unmarshal(cached, &st))
+	require.Equal(t, subjects.StateCompleted, st.State)
+	require.Len(t, st.Outbox, len(d.events), "a fully cached task commits all its events at once")
+	for k, ev := range d.events {
+		require.Equal(t, ev.Data, st.Outbox[k].Event.Body, "event %d", k)
+	}
 	for r := range taskRoles {
 		require.Len(t, v.entries[r], len(d.entries[r]), "the %s's entry", taskRoles[r])
 		require.True(t, json.Valid(v.entries[r]))
