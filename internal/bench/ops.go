@@ -34,6 +34,8 @@ type opsValues struct {
 // opsSampleTask is the task whose data sizes contract-ops' values.
 const opsSampleTask = 1000
 
+// newOpsValues pads contract-ops' values to the sizes of m's data for
+// opsSampleTask.
 func newOpsValues(m *dataMaker) (opsValues, error) {
 	msg, err := m.request(opsSampleTask)
 	if err != nil {
