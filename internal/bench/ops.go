@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -200,21 +201,27 @@ func splitmix64(x uint64) uint64 {
 
 // opsTask is one task of a contract-ops phase.
 type opsTask struct {
-	ctx      context.Context
-	r        *raw
-	i        int
-	v        opsValues
-	wf, task string
-	key      string    // "<wf>.<task>": its state key and audit subjects' middle
-	seq      uint64    // the task's last audit sequence: the next event's fence
-	data     *taskData // the minimal worker's data; nil: contract-ops' padding
+	ctx       context.Context
+	r         *raw
+	i         int
+	v         opsValues
+	task      string
+	key       string    // "<wf>.<task>": its state key and audit subjects' middle
+	ceSubject string    // "<wf>/<task>": its events' ce-subject and their IDs' start
+	ceSource  string    // its events' ce-source
+	subject   string    // its audit subjects up to the actor
+	fence     string    // its audit subjects' filter, the fence of its events
+	seq       uint64    // the task's last audit sequence: the next event's fence
+	data      *taskData // the minimal worker's data; nil: contract-ops' padding
 }
 
 // newOpsTask is task i of workflow wf, named as Drover names the bench's
 // tasks, so its subjects, keys and IDs are as long as Drover's.
 func newOpsTask(ctx context.Context, r *raw, i int, wf string) *opsTask {
 	task := "t" + strconv.Itoa(i)
-	return &opsTask{ctx: ctx, r: r, i: i, wf: wf, task: task, key: wf + "." + task}
+	key := wf + "." + task
+	return &opsTask{ctx: ctx, r: r, i: i, task: task, key: key, ceSubject: wf + "/" + task,
+		ceSource: "drover/" + r.cfg.Names.Prefix(), subject: r.auditTo + key + ".", fence: r.auditTo + key + ".>"}
 }
 
 // put is a cache put in flight.
@@ -318,39 +325,65 @@ func (t *opsTask) publish(k int) error {
 		return t.send(t.data.events[k], t.data.events[k].Header.Get(subjects.HeaderMsgID))
 	}
 	msg := t.event(k)
-	return t.send(msg, msg.Header.Get(subjects.HeaderMsgID))
+	err := t.send(msg, msg.Header.Get(subjects.HeaderMsgID))
+	// A synchronous publish has written the headers out when it returns.
+	releaseOpsHeader(msg.Header)
+	return err
 }
+
+// opsHeaders are the headers of contract-ops' events: those of
+// audit.Publisher.Msg and Drover-Prev.
+const opsHeaders = 10
+
+// opsHeaderPool holds the header maps of contract-ops' events, as
+// Drover's publisher pools its own: a careful worker makes no map per
+// event.
+var opsHeaderPool = sync.Pool{New: func() any { return make(nats.Header, opsHeaders+3) }}
+
+// releaseOpsHeader empties h and keeps it for the next event.
+func releaseOpsHeader(h nats.Header) {
+	clear(h)
+	opsHeaderPool.Put(h)
+}
+
+// opsCETypes are the ce-type headers of taskEvents, made once.
+var opsCETypes = func() []string {
+	types := make([]string, len(taskEvents))
+	for k, ev := range taskEvents {
+		types[k] = "dev.drover." + ev.eventType
+	}
+	return types
+}()
 
 // event is contract-ops' message of taskEvents[k]: the contract's subject
 // and headers (those of Msg, and Drover-Prev) and a body of the event's
-// size.
+// size. Like Drover's publisher, it makes what varies per event (the
+// ID, the time, the subject) and takes the rest from the task or the
+// phase, its values in one backing array and its map from a pool.
 func (t *opsTask) event(k int) *nats.Msg {
-	actor, eventType := taskEvents[k].actor, taskEvents[k].eventType
-	id := t.wf + "/" + t.task + "/1/" + actor + "/" + eventType
+	ev := taskEvents[k]
+	id := t.ceSubject + "/1/" + ev.actor + "/" + ev.eventType
 	prev := opsPrev
 	if k == 0 {
 		prev = ""
 	}
-	h := nats.Header{
-		subjects.HeaderMsgID:         {id},
-		subjects.HeaderContract:      {subjects.ContractVersion},
-		subjects.HeaderCESpecVersion: {"1.0"},
-		subjects.HeaderCEID:          {id},
-		subjects.HeaderCESource:      {"drover/" + t.r.cfg.Names.Prefix()},
-		subjects.HeaderCEType:        {"dev.drover." + eventType},
-		subjects.HeaderCETime:        {time.Now().UTC().Format(time.RFC3339Nano)},
-		subjects.HeaderCESubject:     {t.wf + "/" + t.task},
-		subjects.HeaderCEContentType: {"application/json"},
-		subjects.HeaderPrev:          {prev},
+	vals := [opsHeaders]string{id, subjects.ContractVersion, "1.0", id, t.ceSource, opsCETypes[k],
+		time.Now().UTC().Format(time.RFC3339Nano), t.ceSubject, "application/json", prev}
+	keys := [opsHeaders]string{subjects.HeaderMsgID, subjects.HeaderContract, subjects.HeaderCESpecVersion,
+		subjects.HeaderCEID, subjects.HeaderCESource, subjects.HeaderCEType, subjects.HeaderCETime,
+		subjects.HeaderCESubject, subjects.HeaderCEContentType, subjects.HeaderPrev}
+	h := opsHeaderPool.Get().(nats.Header)
+	for i := range keys {
+		h[keys[i]] = vals[i : i+1 : i+1]
 	}
-	return &nats.Msg{Subject: t.r.auditTo + t.key + "." + actor + "." + eventType, Header: h, Data: t.v.events[k]}
+	return &nats.Msg{Subject: t.subject + ev.actor + "." + ev.eventType, Header: h, Data: t.v.events[k]}
 }
 
 // send publishes an audit event fenced on the task's last audit sequence
 // and moves the fence on.
 func (t *opsTask) send(msg *nats.Msg, id string) error {
 	start := time.Now()
-	ack, err := t.r.js.PublishMsg(t.ctx, msg, jetstream.WithExpectLastSequenceForSubject(t.seq, t.r.auditTo+t.key+".>"))
+	ack, err := t.r.js.PublishMsg(t.ctx, msg, jetstream.WithExpectLastSequenceForSubject(t.seq, t.fence))
 	if err != nil {
 		return fmt.Errorf("audit publish %s: %w", id, err)
 	}
