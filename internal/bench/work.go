@@ -154,7 +154,9 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 		}
 	}
 	// The final result, as the contract has it: {"attempts","change","verdict"}.
-	result := append(append(append(append([]byte(`{"attempts":1,"change":`), change...), `,"verdict":`...), verdict...), '}')
+	result := append([]byte(`{"attempts":1,"change":`), change...)
+	result = append(result, `,"verdict":`...)
+	result = append(append(result, verdict...), '}')
 	ev = newEvent(subjects.EventTaskCompleted, subjects.ActorSystem)
 	ev.Action, ev.Output = "completed", result
 	if err := add(ev); err != nil {
