@@ -9,12 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -73,21 +75,24 @@ func (p *Publisher) Publish(ctx context.Context, ev *subjects.OutboxEvent, trace
 // publish writes ev after the event at expectSeq, whose link is prev.
 func (p *Publisher) publish(ctx context.Context, ev *subjects.OutboxEvent, traceparent, key string, expectSeq uint64, prev string) (Ack, error) {
 	msg := p.Msg(ev, traceparent)
-	msg.Header[subjects.HeaderPrev] = []string{prev}
-	pa, err := p.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequenceForSubject(expectSeq, key))
+	fence := [...]string{prev, strconv.FormatUint(expectSeq, 10), key}
+	msg.Header[subjects.HeaderPrev] = fence[0:1:1]
+	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = fence[1:2:2]
+	msg.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = fence[2:3:3]
+	pa, err := jsapi.Publish(ctx, p.js, msg)
 	// A synchronous publish has written the headers out by the time it
 	// returns, answered or not: the map can hold the next event's.
 	releaseHeader(msg.Header)
 	if err != nil {
-		if isWrongLastSeq(err) {
+		if jsapi.IsWrongLastSequence(err) {
 			return Ack{}, fmt.Errorf("%w: %s (%v)", ErrWrongLastSequence, ev.ID, err)
 		}
 		return Ack{}, fmt.Errorf("audit: publish %s: %w", ev.ID, err)
 	}
 	if !pa.Duplicate {
-		p.heads.put(key, pa.Sequence, LinkHex(msg.Subject, prev, msg.Data))
+		p.heads.put(key, pa.Seq, LinkHex(msg.Subject, prev, msg.Data))
 	}
-	return Ack{Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
+	return Ack{Seq: pa.Seq, Duplicate: pa.Duplicate}, nil
 }
 
 // eventHeaders bounds the headers of a published event's map: the ten of
@@ -174,13 +179,4 @@ func (p *Publisher) LastSeq(ctx context.Context, stream jetstream.Stream, workfl
 		return 0, "", fmt.Errorf("audit: last event of %s/%s: %w", workflow, task, err)
 	}
 	return m.Sequence, m.Header.Get(subjects.HeaderMsgID), nil
-}
-
-func isWrongLastSeq(err error) bool {
-	var apiErr *jetstream.APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
