@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -114,6 +115,7 @@ func newTaskPhase(cfg Config, m *dataMaker, name, tag string, work func(t *opsTa
 		return work(newOpsTask(ctx, r, i, m.wf), body)
 	})
 	r.request, r.index = m.request, m.index
+	r.ttls = []time.Duration{0, broker.DefaultCacheTTL} // the state's bucket, the cache's
 	return r
 }
 

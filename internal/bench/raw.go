@@ -33,16 +33,20 @@ type rawWork func(ctx context.Context, r *raw, i int, body []byte) error
 
 // raw is a phase that drives plain JetStream, with none of Drover's code:
 // its own work-queue stream, audit-like stream and buckets under the
-// deployment's prefix (apart from Drover's own), a durable pull consumer
-// with Drover's settings, and a pool of the worker's size that fetches only
-// for free slots. Its streams and buckets are removed afterwards.
+// deployment's prefix (apart from Drover's own), with the settings of
+// Drover's (the server's work for a message depends on them), a durable
+// pull consumer with Drover's settings, and a pool of the worker's size
+// that fetches only for free slots. Its streams and buckets are removed
+// afterwards.
 type raw struct {
 	name              string // the phase, in errors
 	cfg               Config
 	js                jetstream.JetStream
-	tasks, audit      string   // stream names
-	buckets           []string // bucket names
-	taskSubj, auditTo string   // the task subject; the audit subject prefix
+	tasks, audit      string          // stream names
+	buckets           []string        // bucket names
+	ttls              []time.Duration // per bucket, its TTL (0 or missing: none)
+	taskSubj, auditTo string          // the task subject; the audit subject prefix
+	taskStreamSubj    []string        // the tasks stream's subjects, as Drover's: one per queue, scheduled retries
 	kv                []jetstream.KeyValue
 	ops               *opTimes // per-operation latencies
 	work              rawWork
@@ -66,8 +70,9 @@ func newRaw(cfg Config, name, tag string, buckets int, work rawWork) *raw {
 	r := &raw{
 		name: name, cfg: cfg, work: work,
 		tasks: up + "_BENCH_" + strings.ToUpper(tag), audit: up + "_BENCH_" + strings.ToUpper(tag) + "_AUDIT",
-		taskSubj: p + ".bench_" + tag + ".tasks", auditTo: p + ".bench_" + tag + ".audit.",
-		end: make([]time.Time, cfg.Tasks), handled: make([]atomic.Bool, cfg.Tasks), allDone: make(chan struct{}),
+		taskSubj: p + ".bench_" + tag + ".tasks." + Queue, auditTo: p + ".bench_" + tag + ".audit.",
+		taskStreamSubj: []string{p + ".bench_" + tag + ".tasks.*", p + ".bench_" + tag + ".tasks.*.retry.>"},
+		end:            make([]time.Time, cfg.Tasks), handled: make([]atomic.Bool, cfg.Tasks), allDone: make(chan struct{}),
 		ops: newOpTimes(),
 	}
 	for i := range buckets {
@@ -156,25 +161,33 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 
 // create makes the phase's work-queue stream, append-only audit-like
 // stream, buckets and durable pull consumer, with the settings of Drover's
-// own.
+// own: the tasks stream allows message schedules (and so rollups), as the
+// contract's does for scheduled retries, and the consumer is filtered on
+// the one queue's subject, with Drover's ack wait, deliveries and window.
 func (r *raw) create(ctx context.Context) (jetstream.Consumer, error) {
 	for _, sc := range []jetstream.StreamConfig{
-		{Name: r.tasks, Subjects: []string{r.taskSubj}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: broker.DefaultDuplicateWindow},
+		{Name: r.tasks, Subjects: r.taskStreamSubj, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
+			Duplicates: broker.DefaultDuplicateWindow, AllowMsgSchedules: true, AllowRollup: true},
 		{Name: r.audit, Subjects: []string{r.auditTo + ">"}, Storage: jetstream.FileStorage, Duplicates: broker.DefaultDuplicateWindow, DenyDelete: true, DenyPurge: true},
 	} {
 		if _, err := broker.CreateStream(ctx, r.js, sc); err != nil {
 			return nil, fmt.Errorf("bench: %s stream %s: %w", r.name, sc.Name, err)
 		}
 	}
-	for _, b := range r.buckets {
-		kv, err := r.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, History: 1, Storage: jetstream.FileStorage})
+	for i, b := range r.buckets {
+		var ttl time.Duration
+		if i < len(r.ttls) {
+			ttl = r.ttls[i]
+		}
+		kv, err := r.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, History: 1, Storage: jetstream.FileStorage, TTL: ttl})
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s bucket %s: %w", r.name, b, err)
 		}
 		r.kv = append(r.kv, kv)
 	}
 	cons, err := r.js.CreateConsumer(ctx, r.tasks, jetstream.ConsumerConfig{
-		Durable: "bench", AckPolicy: jetstream.AckExplicitPolicy, AckWait: broker.DefaultAckWait,
+		Durable: "bench", FilterSubject: r.taskSubj, DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: broker.DefaultAckWait, MaxDeliver: broker.DefaultMaxDeliver + 1,
 		MaxAckPending: max(broker.DefaultMaxAckPending, r.cfg.Concurrency),
 	})
 	if err != nil {
