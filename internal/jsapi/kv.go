@@ -15,7 +15,8 @@ import (
 // direct get of the key's last value, a write one Publish expecting the
 // key's last revision. Outcomes and errors are those of the bucket's own
 // Get, Create and Update; what the bucket does beyond its common path (a
-// create over a deleted key's marker) it still does.
+// create over a deleted key's marker, a read of a bucket that answers no
+// direct gets) it still does.
 type Bucket struct {
 	js jetstream.JetStream
 	kv jetstream.KeyValue
@@ -49,6 +50,12 @@ func (b *Bucket) Get(ctx context.Context, key string) (Entry, error) {
 		defer cancel()
 	}
 	m, err := b.js.Conn().RequestWithContext(ctx, b.get+key, nil)
+	if errors.Is(err, nats.ErrNoResponders) {
+		// Nothing answers direct gets: a bucket made without them, or
+		// one whose stream is electing its leader. The bucket's Get knows
+		// the one and waits out the other.
+		return b.slowGet(ctx, key)
+	}
 	if err != nil {
 		return Entry{}, err
 	}
@@ -57,6 +64,15 @@ func (b *Bucket) Get(ctx context.Context, key string) (Entry, error) {
 		return Entry{}, jetstream.ErrKeyNotFound
 	}
 	return e, err
+}
+
+// slowGet is Get through the bucket's own API.
+func (b *Bucket) slowGet(ctx context.Context, key string) (Entry, error) {
+	e, err := b.kv.Get(ctx, key)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Value: e.Value(), Revision: e.Revision()}, nil
 }
 
 // readEntry reads a direct get's answer as the bucket's Get does;
@@ -104,12 +120,14 @@ func deleted(h nats.Header) bool {
 // Create writes key's first value and returns its revision;
 // jetstream.ErrKeyExists when the key has one.
 func (b *Bucket) Create(ctx context.Context, key string, value []byte) (uint64, error) {
-	if rev, err := b.write(ctx, key, value, 0); err == nil {
-		return rev, nil
+	rev, err := b.write(ctx, key, value, 0)
+	if !IsWrongLastSequence(err) {
+		return rev, err
 	}
-	// The key exists, or is deleted (a marker is its last value), or the
-	// write failed: the bucket's Create tells which, and writes over a
-	// marker.
+	// The key has a last value: a value (the key exists) or a deleted
+	// key's marker. The bucket's Create tells which, and writes over a
+	// marker. Any other failure (a timeout, whose write may have been
+	// stored) is returned as it is, as the bucket's Create returns it.
 	return b.kv.Create(ctx, key, value)
 }
 

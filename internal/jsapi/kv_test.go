@@ -16,7 +16,7 @@ import (
 )
 
 // kvSetup starts an embedded server with a bucket of one revision per key.
-func kvSetup(t *testing.T) (context.Context, jetstream.KeyValue, *jsapi.Bucket) {
+func kvSetup(t *testing.T) (context.Context, jetstream.JetStream, jetstream.KeyValue, *jsapi.Bucket) {
 	t.Helper()
 	srv := natstest.Server(t)
 	_, js := natstest.Connect(t, srv.ClientURL())
@@ -24,12 +24,12 @@ func kvSetup(t *testing.T) (context.Context, jetstream.KeyValue, *jsapi.Bucket) 
 	t.Cleanup(cancel)
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "b", History: 1})
 	require.NoError(t, err)
-	return ctx, kv, jsapi.NewBucket(js, kv)
+	return ctx, js, kv, jsapi.NewBucket(js, kv)
 }
 
 func TestBucketReadsAndWritesAsTheBucketDoes(t *testing.T) {
 	t.Parallel()
-	ctx, kv, b := kvSetup(t)
+	ctx, _, kv, b := kvSetup(t)
 
 	_, err := b.Get(ctx, "wf.T1")
 	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
@@ -65,11 +65,21 @@ func TestBucketReadsAndWritesAsTheBucketDoes(t *testing.T) {
 	// An update of a key that has none yet is refused too.
 	_, err = b.Update(ctx, "wf.T2", []byte("x"), 1)
 	require.ErrorIs(t, err, jetstream.ErrKeyRevisionMismatch)
+
+	// A write that fails for another reason says so: it is no conflict.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = b.Create(done, "wf.T1", []byte("x"))
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, jetstream.ErrKeyExists)
+	_, err = b.Update(done, "wf.T1", []byte("x"), rev)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, jetstream.ErrKeyRevisionMismatch)
 }
 
 func TestBucketDeletedKeys(t *testing.T) {
 	t.Parallel()
-	ctx, kv, b := kvSetup(t)
+	ctx, _, kv, b := kvSetup(t)
 	for _, k := range []string{"del", "purge"} {
 		_, err := b.Create(ctx, k, []byte("v"))
 		require.NoError(t, err)
@@ -92,9 +102,34 @@ func TestBucketDeletedKeys(t *testing.T) {
 	}
 }
 
+// A bucket whose stream does not allow direct gets (made by another tool)
+// is still read, through the bucket's own API.
+func TestBucketWithoutDirectGets(t *testing.T) {
+	t.Parallel()
+	ctx, js, kv, b := kvSetup(t)
+	rev, err := b.Create(ctx, "k", []byte("v"))
+	require.NoError(t, err)
+	st, err := js.Stream(ctx, "KV_"+kv.Bucket())
+	require.NoError(t, err)
+	cfg := st.CachedInfo().Config
+	cfg.AllowDirect = false
+	_, err = js.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	// A worker that starts finds the bucket so.
+	kv, err = js.KeyValue(ctx, kv.Bucket())
+	require.NoError(t, err)
+	b = jsapi.NewBucket(js, kv)
+
+	e, err := b.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, jsapi.Entry{Value: []byte("v"), Revision: rev}, e)
+	_, err = b.Get(ctx, "missing")
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
+}
+
 func TestBucketRefusesInvalidKeys(t *testing.T) {
 	t.Parallel()
-	ctx, _, b := kvSetup(t)
+	ctx, _, _, b := kvSetup(t)
 	_, err := b.Create(ctx, "wf.a", []byte("v"))
 	require.NoError(t, err)
 	// A wildcard would read or write some other key: refused before any
