@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -235,7 +236,7 @@ type put struct {
 // stateGet reads the task's state, which a cold task does not have yet.
 func (t *opsTask) stateGet() error {
 	start := time.Now()
-	if _, err := t.r.kv[0].Get(t.ctx, t.key); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := t.r.direct[0].Get(t.ctx, t.key); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("state get %s: want no state, got %v", t.key, err)
 	}
 	t.r.ops.since("state get (claim read)", start)
@@ -245,7 +246,7 @@ func (t *opsTask) stateGet() error {
 // lookup is a role's cache lookup (a miss), then, the role having run, the
 // asynchronous put of its result.
 func (t *opsTask) lookup(r int) (put, error) {
-	cache := t.r.kv[1]
+	cache := t.r.direct[1]
 	var k string
 	var entry []byte
 	if t.data != nil {
@@ -260,7 +261,7 @@ func (t *opsTask) lookup(r int) (put, error) {
 	t.r.ops.since("cache get (miss)", start)
 	p := put{start: time.Now()}
 	var err error
-	p.f, err = t.r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + cache.Bucket() + "." + k, Data: entry})
+	p.f, err = t.r.js.PublishMsgAsync(&nats.Msg{Subject: "$KV." + t.r.kv[1].Bucket() + "." + k, Data: entry})
 	return p, err
 }
 
@@ -280,7 +281,7 @@ func (t *opsTask) settle(ps ...put) error {
 func (t *opsTask) hit(role int) error {
 	k := cacheKey(role, t.i)
 	start := time.Now()
-	if _, err := t.r.kv[1].Get(t.ctx, k); err != nil {
+	if _, err := t.r.direct[1].Get(t.ctx, k); err != nil {
 		return fmt.Errorf("cache get %s: want a hit: %w", k, err)
 	}
 	t.r.ops.since("cache get (hit)", start)
@@ -298,7 +299,7 @@ func (t *opsTask) create() (uint64, error) {
 // createWith is a state create with value.
 func (t *opsTask) createWith(value []byte) (uint64, error) {
 	start := time.Now()
-	rev, err := t.r.kv[0].Create(t.ctx, t.key, value)
+	rev, err := t.r.direct[0].Create(t.ctx, t.key, value)
 	if err != nil {
 		return 0, fmt.Errorf("state create %s: %w", t.key, err)
 	}
@@ -313,7 +314,7 @@ func (t *opsTask) update(rev uint64) error {
 		final = t.data.final
 	}
 	start := time.Now()
-	if _, err := t.r.kv[0].Update(t.ctx, t.key, final, rev); err != nil {
+	if _, err := t.r.direct[0].Update(t.ctx, t.key, final, rev); err != nil {
 		return fmt.Errorf("state update %s: %w", t.key, err)
 	}
 	t.r.ops.since("state update (CAS)", start)
@@ -385,12 +386,15 @@ func (t *opsTask) event(k int) *nats.Msg {
 // and moves the fence on.
 func (t *opsTask) send(msg *nats.Msg, id string) error {
 	start := time.Now()
-	ack, err := t.r.js.PublishMsg(t.ctx, msg, jetstream.WithExpectLastSequenceForSubject(t.seq, t.fence))
+	fence := [...]string{strconv.FormatUint(t.seq, 10), t.fence}
+	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = fence[0:1:1]
+	msg.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = fence[1:2:2]
+	ack, err := jsapi.Publish(t.ctx, t.r.js, msg)
 	if err != nil {
 		return fmt.Errorf("audit publish %s: %w", id, err)
 	}
 	t.r.ops.since("audit publish (fenced)", start)
-	t.seq = ack.Sequence
+	t.seq = ack.Seq
 	return nil
 }
 

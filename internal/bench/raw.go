@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/internal/pool"
 	"github.com/droverhq/drover/subjects"
 )
@@ -35,9 +36,10 @@ type rawWork func(ctx context.Context, r *raw, i int, body []byte) error
 // its own work-queue stream, audit-like stream and buckets under the
 // deployment's prefix (apart from Drover's own), with the settings of
 // Drover's (the server's work for a message depends on them), a durable
-// pull consumer with Drover's settings, and a pool of the worker's size
-// that fetches only for free slots. Its streams and buckets are removed
-// afterwards.
+// pull consumer with Drover's settings, a pool of the worker's size that
+// fetches only for free slots, and its synchronous publishes and KV reads
+// and writes made as Drover's pipeline makes them (jsapi). Its streams and
+// buckets are removed afterwards.
 type raw struct {
 	name              string // the phase, in errors
 	cfg               Config
@@ -48,7 +50,8 @@ type raw struct {
 	taskSubj, auditTo string          // the task subject; the audit subject prefix
 	taskStreamSubj    []string        // the tasks stream's subjects, as Drover's: one per queue, scheduled retries
 	kv                []jetstream.KeyValue
-	ops               *opTimes // per-operation latencies
+	direct            []*jsapi.Bucket // kv, read and written as Drover's pipeline does
+	ops               *opTimes        // per-operation latencies
 	work              rawWork
 	prepare           func(ctx context.Context, r *raw) error // before the submit, untimed; may be nil
 	prepared          uint64                                  // the writes prepare made, not counted
@@ -184,6 +187,7 @@ func (r *raw) create(ctx context.Context) (jetstream.Consumer, error) {
 			return nil, fmt.Errorf("bench: %s bucket %s: %w", r.name, b, err)
 		}
 		r.kv = append(r.kv, kv)
+		r.direct = append(r.direct, jsapi.NewBucket(r.js, kv))
 	}
 	cons, err := r.js.CreateConsumer(ctx, r.tasks, jetstream.ConsumerConfig{
 		Durable: "bench", FilterSubject: r.taskSubj, DeliverPolicy: jetstream.DeliverAllPolicy,

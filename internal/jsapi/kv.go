@@ -142,6 +142,16 @@ func (b *Bucket) Update(ctx context.Context, key string, value []byte, rev uint6
 	return next, err
 }
 
+// Put writes key's value whatever its revision and returns the new
+// revision, as the bucket's Put does.
+func (b *Bucket) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	if !KeyValid(key) {
+		return 0, jetstream.ErrInvalidKey
+	}
+	a, err := Publish(ctx, b.js, &nats.Msg{Subject: b.put + key, Data: value})
+	return a.Seq, err
+}
+
 // write publishes value to key's subject, expecting the key's last
 // revision to be rev (0: none).
 func (b *Bucket) write(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {

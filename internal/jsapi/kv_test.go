@@ -62,6 +62,14 @@ func TestBucketReadsAndWritesAsTheBucketDoes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, jsapi.Entry{Value: []byte("two"), Revision: next}, e)
 
+	// A put writes whatever the revision, as the bucket's does.
+	put, err := b.Put(ctx, "wf.T1", []byte("put"))
+	require.NoError(t, err)
+	assert.Greater(t, put, next)
+	e, err = b.Get(ctx, "wf.T1")
+	require.NoError(t, err)
+	assert.Equal(t, jsapi.Entry{Value: []byte("put"), Revision: put}, e)
+
 	// An update of a key that has none yet is refused too.
 	_, err = b.Update(ctx, "wf.T2", []byte("x"), 1)
 	require.ErrorIs(t, err, jetstream.ErrKeyRevisionMismatch)
@@ -140,6 +148,8 @@ func TestBucketRefusesInvalidKeys(t *testing.T) {
 		_, err = b.Create(ctx, k, []byte("v"))
 		require.ErrorIs(t, err, jetstream.ErrInvalidKey, "%q", k)
 		_, err = b.Update(ctx, k, []byte("v"), 1)
+		require.ErrorIs(t, err, jetstream.ErrInvalidKey, "%q", k)
+		_, err = b.Put(ctx, k, []byte("v"))
 		require.ErrorIs(t, err, jetstream.ErrInvalidKey, "%q", k)
 	}
 }
