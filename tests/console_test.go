@@ -135,6 +135,22 @@ func (u *consoleUI) open(path string) {
 	u.do(chromedp.Navigate(u.url+path), chromedp.WaitVisible(chromedp.CSS("main h1")))
 }
 
+// openListed opens a console path once the console serves it: a task's
+// state in the bucket reaches the console's mirror through its watch a
+// moment later, and a board opened in between is the workflow's 404.
+func (u *consoleUI) openListed(path string) {
+	u.t.Helper()
+	require.Eventually(u.t, func() bool {
+		resp, err := http.Get(u.url + path)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, browserWait, 10*time.Millisecond, "the console serves %s", path)
+	u.open(path)
+}
+
 // poll waits until a JavaScript expression is truthy.
 func (u *consoleUI) poll(expr string) {
 	u.t.Helper()
@@ -199,7 +215,7 @@ func TestConsoleBrowser(t *testing.T) {
 		slow := `{"latency_ms": {"planner": 300, "implementer": 600, "judge": 300}}`
 		after := b.submit(withSim(task("wf-live", "T0"), slow))
 		waitState(t, b, "wf-live", "T0")
-		ui.open("/workflows/wf-live")
+		ui.openListed("/workflows/wf-live")
 		ui.do(chromedp.Evaluate[chromedp.Void](`window.stayed = true`))
 		var reqs []subjects.TaskRequest
 		for i := 1; i < 8; i++ {
@@ -224,7 +240,7 @@ func TestConsoleBrowser(t *testing.T) {
 		for i := range 4 {
 			waitState(t, b, "wf-pause-ui", fmt.Sprintf("T%d", i))
 		}
-		ui.open("/workflows/wf-pause-ui")
+		ui.openListed("/workflows/wf-pause-ui")
 		ui.do(chromedp.Click(chromedp.CSS(`button[data-action="pause"]`)))
 		ui.poll(`document.getElementById("wfstate") && document.getElementById("wfstate").textContent === "paused"`)
 		b.waitParked("wf-pause-ui", 4) // the worker obeys: every task parks
