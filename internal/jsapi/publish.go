@@ -1,10 +1,10 @@
-// Package jsapi makes the JetStream request a task repeats most, the
-// synchronous publish (its audit events and its state writes, seven in a
-// cold task), at less cost than the client library's PublishMsg: the same
-// request, the same retries and the same errors, but the stream's
-// acknowledgement is read without reflection in the shapes the server
-// writes it, and no options are applied. Anything else it is handed is
-// decoded as the library decodes it.
+// Package jsapi makes the JetStream requests a task repeats most at less
+// cost than the client library's calls, with their outcomes: the
+// synchronous publish (its audit events and state writes, seven in a cold
+// task), whose acknowledgement is read without reflection in the shapes
+// the server writes it (anything else is decoded as the library decodes
+// it), and a key-value bucket's reads and writes (Bucket: four reads in a
+// cold task), a read being one direct get.
 package jsapi
 
 import (
