@@ -27,9 +27,9 @@ import (
 
 // Cache reads and writes role results.
 type Cache struct {
-	kv     jetstream.KeyValue
-	direct *jsapi.Bucket // nil: lookups through kv
-	log    *slog.Logger
+	kv      jetstream.KeyValue
+	lookups *jsapi.Bucket // kv, for lookups
+	log     *slog.Logger
 }
 
 // New returns a Cache on the drover_cache bucket.
@@ -37,7 +37,7 @@ func New(kv jetstream.KeyValue, log *slog.Logger) *Cache {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Cache{kv: kv, log: log}
+	return &Cache{kv: kv, lookups: jsapi.NewBucket(nil, kv), log: log}
 }
 
 // Direct returns a Cache on c's bucket whose lookups go to the server
@@ -45,7 +45,7 @@ func New(kv jetstream.KeyValue, log *slog.Logger) *Cache {
 // with the same outcomes. A worker's pipeline uses it: a cold task looks
 // up each of its three roles.
 func (c *Cache) Direct(js jetstream.JetStream) *Cache {
-	return &Cache{kv: c.kv, direct: jsapi.NewBucket(js, c.kv), log: c.log}
+	return &Cache{kv: c.kv, lookups: jsapi.NewBucket(js, c.kv), log: c.log}
 }
 
 // BoardLineKey is the metadata key of a board task's row line number (see
@@ -163,7 +163,7 @@ func spaceOutsideStrings(raw []byte) bool {
 // Get returns the cached result under key. Every failure is a miss; a
 // corrupt entry or an unreachable bucket is logged.
 func (c *Cache) Get(ctx context.Context, key string) (runner.Result, bool) {
-	value, err := c.get(ctx, key)
+	e, err := c.lookups.Get(ctx, key)
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
 			c.log.Warn("cache get failed; running the role", "key", key, "err", err)
@@ -171,24 +171,11 @@ func (c *Cache) Get(ctx context.Context, key string) (runner.Result, bool) {
 		return runner.Result{}, false
 	}
 	var r runner.Result
-	if err := json.Unmarshal(value, &r); err != nil || len(r.Output) == 0 {
+	if err := json.Unmarshal(e.Value, &r); err != nil || len(r.Output) == 0 {
 		c.log.Warn("cache entry corrupt; running the role", "key", key, "err", err)
 		return runner.Result{}, false
 	}
 	return r, true
-}
-
-// get reads key's value.
-func (c *Cache) get(ctx context.Context, key string) ([]byte, error) {
-	if c.direct != nil {
-		e, err := c.direct.Get(ctx, key)
-		return e.Value, err
-	}
-	e, err := c.kv.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return e.Value(), nil
 }
 
 // PutAsync stores a result under key without waiting for the server. The

@@ -16,19 +16,25 @@ import (
 // key's last revision. Outcomes and errors are those of the bucket's own
 // Get, Create and Update; what the bucket does beyond its common path (a
 // create over a deleted key's marker, a read of a bucket that answers no
-// direct gets) it still does.
+// direct gets) it still does. A Bucket without a JetStream context makes
+// every call through the bucket's own API.
 type Bucket struct {
-	js jetstream.JetStream
+	js jetstream.JetStream // nil: every call through kv
 	kv jetstream.KeyValue
 	// put is the prefix of a key's subject; get that of its direct get.
 	put, get string
 }
 
-// NewBucket returns kv read and written through js. The bucket is one of
-// js's, with no domain or API prefix and no mirror (Drover's are so).
+// NewBucket returns kv read and written through js, or through kv's own
+// API when js is nil. The bucket is one of js's, with no domain or API
+// prefix and no mirror (Drover's are so).
 func NewBucket(js jetstream.JetStream, kv jetstream.KeyValue) *Bucket {
-	put := "$KV." + kv.Bucket() + "."
-	return &Bucket{js: js, kv: kv, put: put, get: "$JS.API.DIRECT.GET.KV_" + kv.Bucket() + "." + put}
+	b := &Bucket{js: js, kv: kv}
+	if js != nil {
+		b.put = "$KV." + kv.Bucket() + "."
+		b.get = "$JS.API.DIRECT.GET.KV_" + kv.Bucket() + "." + b.put
+	}
+	return b
 }
 
 // Entry is a key's last value and its revision.
@@ -41,14 +47,14 @@ type Entry struct {
 // or was deleted or purged (as the bucket's Get has it),
 // jetstream.ErrInvalidKey for a key the bucket cannot hold.
 func (b *Bucket) Get(ctx context.Context, key string) (Entry, error) {
+	if b.js == nil {
+		return b.slowGet(ctx, key)
+	}
 	if !KeyValid(key) {
 		return Entry{}, jetstream.ErrInvalidKey
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.js.Options().DefaultTimeout)
-		defer cancel()
-	}
+	ctx, cancel := bounded(ctx, b.js)
+	defer cancel()
 	m, err := b.js.Conn().RequestWithContext(ctx, b.get+key, nil)
 	if errors.Is(err, nats.ErrNoResponders) {
 		// Nothing answers direct gets: a bucket made without them, or
@@ -120,6 +126,9 @@ func deleted(h nats.Header) bool {
 // Create writes key's first value and returns its revision;
 // jetstream.ErrKeyExists when the key has one.
 func (b *Bucket) Create(ctx context.Context, key string, value []byte) (uint64, error) {
+	if b.js == nil {
+		return b.kv.Create(ctx, key, value)
+	}
 	rev, err := b.write(ctx, key, value, 0)
 	if !IsWrongLastSequence(err) {
 		return rev, err
@@ -135,6 +144,9 @@ func (b *Bucket) Create(ctx context.Context, key string, value []byte) (uint64, 
 // new revision; an error matching jetstream.ErrKeyExists and
 // jetstream.ErrKeyRevisionMismatch when it is not.
 func (b *Bucket) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	if b.js == nil {
+		return b.kv.Update(ctx, key, value, rev)
+	}
 	next, err := b.write(ctx, key, value, rev)
 	if IsWrongLastSequence(err) {
 		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
@@ -145,6 +157,9 @@ func (b *Bucket) Update(ctx context.Context, key string, value []byte, rev uint6
 // Put writes key's value whatever its revision and returns the new
 // revision, as the bucket's Put does.
 func (b *Bucket) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	if b.js == nil {
+		return b.kv.Put(ctx, key, value)
+	}
 	if !KeyValid(key) {
 		return 0, jetstream.ErrInvalidKey
 	}

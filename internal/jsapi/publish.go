@@ -40,11 +40,8 @@ type Ack struct {
 //   - an answer that is not an acknowledgement is
 //     jetstream.ErrInvalidJSAck.
 func Publish(ctx context.Context, js jetstream.JetStream, msg *nats.Msg) (Ack, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
-		defer cancel()
-	}
+	ctx, cancel := bounded(ctx, js)
+	defer cancel()
 	nc := js.Conn()
 	resp, err := nc.RequestMsgWithContext(ctx, msg)
 	for try := 0; errors.Is(err, nats.ErrNoResponders) && try < jetstream.DefaultPubRetryAttempts; try++ {
@@ -63,6 +60,15 @@ func Publish(ctx context.Context, js jetstream.JetStream, msg *nats.Msg) (Ack, e
 		return a, nil
 	}
 	return decodeAck(resp.Data)
+}
+
+// bounded is ctx, bounded by js's default timeout when it has no deadline
+// of its own, as the library bounds its calls.
+func bounded(ctx context.Context, js jetstream.JetStream) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, js.Options().DefaultTimeout)
 }
 
 // wait returns after d, or with ctx's error if it ends first.

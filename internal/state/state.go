@@ -26,19 +26,19 @@ var ErrConflict = errors.New("state: revision conflict")
 
 // Store reads and writes drover_state.
 type Store struct {
-	kv     jetstream.KeyValue
-	direct *jsapi.Bucket // nil: through kv
+	kv    jetstream.KeyValue
+	tasks *jsapi.Bucket // kv, for task reads and writes
 }
 
 // New returns a Store on the drover_state bucket.
-func New(kv jetstream.KeyValue) *Store { return &Store{kv: kv} }
+func New(kv jetstream.KeyValue) *Store { return &Store{kv: kv, tasks: jsapi.NewBucket(nil, kv)} }
 
 // Direct returns a Store on s's bucket whose task reads and writes go to
 // the server directly (jsapi.Bucket), at less cost each than the bucket's
 // own Get, Create and Update, with the same outcomes. A worker's pipeline
 // uses it: a cold task reads its state once and writes it twice.
 func (s *Store) Direct(js jetstream.JetStream) *Store {
-	return &Store{kv: s.kv, direct: jsapi.NewBucket(js, s.kv)}
+	return &Store{kv: s.kv, tasks: jsapi.NewBucket(js, s.kv)}
 }
 
 // Task is a task's state with its revision.
@@ -49,7 +49,7 @@ type Task struct {
 
 // GetTask reads a task's state; ErrNotFound when the task was never picked up.
 func (s *Store) GetTask(ctx context.Context, workflow, task string) (Task, error) {
-	value, rev, err := s.get(ctx, subjects.StateKey(workflow, task))
+	e, err := s.tasks.Get(ctx, subjects.StateKey(workflow, task))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 			return Task{}, ErrNotFound
@@ -57,10 +57,10 @@ func (s *Store) GetTask(ctx context.Context, workflow, task string) (Task, error
 		return Task{}, fmt.Errorf("state: get %s/%s: %w", workflow, task, err)
 	}
 	var t Task
-	if err := json.Unmarshal(value, &t.TaskState); err != nil {
+	if err := json.Unmarshal(e.Value, &t.TaskState); err != nil {
 		return Task{}, fmt.Errorf("state: %s/%s holds invalid JSON: %w", workflow, task, err)
 	}
-	t.Revision = rev
+	t.Revision = e.Revision
 	return t, nil
 }
 
@@ -70,7 +70,7 @@ func (s *Store) CreateTask(ctx context.Context, st subjects.TaskState) (Task, er
 	if err != nil {
 		return Task{}, err
 	}
-	rev, err := s.create(ctx, subjects.StateKey(st.Workflow, st.Task), b)
+	rev, err := s.tasks.Create(ctx, subjects.StateKey(st.Workflow, st.Task), b)
 	releaseBuf(buf, b)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
@@ -88,7 +88,7 @@ func (s *Store) UpdateTask(ctx context.Context, st subjects.TaskState, rev uint6
 	if err != nil {
 		return Task{}, err
 	}
-	next, err := s.update(ctx, subjects.StateKey(st.Workflow, st.Task), b, rev)
+	next, err := s.tasks.Update(ctx, subjects.StateKey(st.Workflow, st.Task), b, rev)
 	releaseBuf(buf, b)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
@@ -176,33 +176,4 @@ func (s *Store) WriteWorkflow(ctx context.Context, workflow string, ws subjects.
 		return 0, fmt.Errorf("state: write workflow %s: %w", workflow, err)
 	}
 	return next, nil
-}
-
-// get reads key's last value and revision.
-func (s *Store) get(ctx context.Context, key string) ([]byte, uint64, error) {
-	if s.direct != nil {
-		e, err := s.direct.Get(ctx, key)
-		return e.Value, e.Revision, err
-	}
-	e, err := s.kv.Get(ctx, key)
-	if err != nil {
-		return nil, 0, err
-	}
-	return e.Value(), e.Revision(), nil
-}
-
-// create writes key's first value.
-func (s *Store) create(ctx context.Context, key string, b []byte) (uint64, error) {
-	if s.direct != nil {
-		return s.direct.Create(ctx, key, b)
-	}
-	return s.kv.Create(ctx, key, b)
-}
-
-// update replaces key's value if its revision is still rev.
-func (s *Store) update(ctx context.Context, key string, b []byte, rev uint64) (uint64, error) {
-	if s.direct != nil {
-		return s.direct.Update(ctx, key, b, rev)
-	}
-	return s.kv.Update(ctx, key, b, rev)
 }
