@@ -53,6 +53,12 @@ const (
 	// skips the phase.
 	DefaultLatencyTasks = 200
 	DefaultCachedTasks  = 1000
+	// DefaultAgentLatency is the mean wait of a role's runner in the
+	// agents phase: long enough that every agent of a few thousand is
+	// waiting at once, as an agent CLI's seconds or minutes keep them.
+	DefaultAgentLatency = 5 * time.Second
+	// MaxAgents bounds the agents phase: one worker holds them all.
+	MaxAgents = 20000
 )
 
 // Config configures a bench run. Zero fields take the defaults noted.
@@ -102,6 +108,13 @@ type Config struct {
 	// CachedTasks is the number of tasks of the cached phase, run twice,
 	// the second time all cache hits (0: no cached phase).
 	CachedTasks int
+	// Agents is the number of tasks of the agents phase, all in flight at
+	// once on one worker with a pool slot for each (0: no agents phase).
+	Agents int
+	// AgentLatency is the mean wait of a role's runner in the agents
+	// phase, spread over [AgentLatency/2, 3*AgentLatency/2] across the
+	// tasks (default DefaultAgentLatency).
+	AgentLatency time.Duration
 	// Rounds is how many times the Drover, contract-ops, minimal worker
 	// and floor phases run, one after another (default 1). The report
 	// shows the round with the median ratio of Drover to overlapped
@@ -115,9 +128,16 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Tasks < 0 || c.Concurrency < 0 || c.Sync < 0 || c.Timeout < 0 || c.LatencyTasks < 0 || c.CachedTasks < 0 || c.Rounds < 0 {
-		return c, fmt.Errorf("bench: negative setting (tasks %d, concurrency %d, sync %s, timeout %s, latency tasks %d, cached tasks %d, rounds %d)",
-			c.Tasks, c.Concurrency, c.Sync, c.Timeout, c.LatencyTasks, c.CachedTasks, c.Rounds)
+	if c.Tasks < 0 || c.Concurrency < 0 || c.Sync < 0 || c.Timeout < 0 || c.LatencyTasks < 0 || c.CachedTasks < 0 || c.Rounds < 0 ||
+		c.Agents < 0 || c.AgentLatency < 0 {
+		return c, fmt.Errorf("bench: negative setting (tasks %d, concurrency %d, sync %s, timeout %s, latency tasks %d, cached tasks %d, rounds %d, agents %d, agent latency %s)",
+			c.Tasks, c.Concurrency, c.Sync, c.Timeout, c.LatencyTasks, c.CachedTasks, c.Rounds, c.Agents, c.AgentLatency)
+	}
+	if c.AgentLatency == 0 {
+		c.AgentLatency = DefaultAgentLatency
+	}
+	if c.Agents > MaxAgents {
+		return c, fmt.Errorf("bench: %d agents: at most %d", c.Agents, MaxAgents)
 	}
 	if c.Rounds == 0 {
 		c.Rounds = 1
@@ -240,13 +260,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// The raw phases' streams are still being removed: the same untimed
 	// warm-up takes that cost off the phases that measure what a user
 	// feels.
-	if cfg.LatencyTasks > 0 || cfg.CachedTasks > 0 {
+	if cfg.LatencyTasks > 0 || cfg.CachedTasks > 0 || cfg.Agents > 0 {
 		if err := warmUp(); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.LatencyTasks > 0 {
 		if rep.Latency, err = runLatency(ctx, cfg, url); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Agents > 0 {
+		if rep.Agents, err = runAgents(ctx, cfg, url); err != nil {
 			return nil, err
 		}
 	}

@@ -45,6 +45,7 @@ func TestRun(t *testing.T) {
 	require.InDelta(t, 3, rep.FloorOverlapped.WritesPerTask, 1e-9, "floor: request, KV put, audit publish")
 	require.Nil(t, rep.Latency, "no latency phase unless asked for")
 	require.Nil(t, rep.Cached, "no cached phase unless asked for")
+	require.Nil(t, rep.Agents, "no agents phase unless asked for")
 
 	for _, ph := range []Phase{rep.Drover, rep.FloorOverlapped, rep.OpsOverlapped, rep.Minimal} {
 		require.Positive(t, ph.TasksPerSec)

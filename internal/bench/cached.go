@@ -70,7 +70,7 @@ func runCached(ctx context.Context, cfg Config, url string) (*Cached, error) {
 		ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errTimeout)
 		defer cancel()
 		var hc hitCounter
-		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, &hc, pipeline.Config{})
+		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, &hc, pipeline.Config{}, nil)
 		if err != nil {
 			return err
 		}
@@ -123,7 +123,7 @@ func followRun(ctx context.Context, cfg Config, js jetstream.JetStream, wf strin
 	}
 	submit, end := make([]time.Time, n), make([]time.Time, n)
 	collectHeap()
-	if err := submitTasks(ctx, cfg, js, wf, submit, scope); err != nil {
+	if err := submitTasks(ctx, cfg, js, submit, benchRequests(wf, scope)); err != nil {
 		return Phase{}, err
 	}
 	found, failed := 0, 0

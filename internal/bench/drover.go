@@ -80,7 +80,7 @@ func runDrover(ctx context.Context, cfg Config, url string) (ph Phase, w Writes,
 			return err
 		}
 		tr := newTerminals(newWorkflowID(), cfg.Tasks)
-		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, nil, pipeline.Config{OnTerminal: tr.record})
+		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, nil, pipeline.Config{OnTerminal: tr.record}, nil)
 		if err != nil {
 			return err
 		}
@@ -127,18 +127,22 @@ func currentSettings(ctx context.Context, js jetstream.JetStream, names subjects
 	return s, nil
 }
 
-// startWorker runs a worker on nc, with the pipeline's hooks of pc and
-// metrics m (nil: none), until the returned stop is called, which drains
-// it and returns its error. It returns once the worker is fetching.
-func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings, m pipeline.Metrics, pc pipeline.Config) (stop func() error, err error) {
+// startWorker runs a worker on nc, with the pipeline's hooks of pc,
+// metrics m (nil: none) and the sim runner sim (nil: a new one), until the
+// returned stop is called, which drains it and returns its error. It
+// returns once the worker is fetching.
+func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings, m pipeline.Metrics, pc pipeline.Config, sim *runner.Sim) (stop func() error, err error) {
 	pc.Worker = benchWorker
+	if sim == nil {
+		sim = runner.NewSim(runner.SimOptions{})
+	}
 	w, err := worker.New(nc, worker.Config{
 		Names:       cfg.Names,
 		Queues:      []string{Queue},
 		Concurrency: cfg.Concurrency,
 		Consumer:    broker.ConsumerSettings{MaxAckPending: max(broker.DefaultMaxAckPending, cfg.Concurrency)},
 		Streams:     settings,
-		Runners:     runner.SimSet(runner.NewSim(runner.SimOptions{})),
+		Runners:     runner.SimSet(sim),
 		Pipeline:    pc,
 		Metrics:     m,
 		Log:         cfg.Log,
@@ -228,7 +232,7 @@ func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *
 	n := cfg.Tasks
 	submit := make([]time.Time, n)
 	use := measure()
-	err = submitTasks(ctx, cfg, js, tr.wf, submit, coldScope(tr.wf))
+	err = submitTasks(ctx, cfg, js, submit, benchRequests(tr.wf, coldScope(tr.wf)))
 	if err == nil {
 		select {
 		case <-tr.all:
@@ -281,13 +285,19 @@ func benchRequest(wf string, i int, scope func(int) string) subjects.TaskRequest
 	return subjects.TaskRequest{ID: "t" + strconv.Itoa(i), Workflow: wf, Scope: scope(i), Verification: "the sim approves"}
 }
 
-// submitTasks publishes n one-round tasks of workflow wf with the scopes
-// of scope, with async publishes of producer.Msg, recording each one's
-// submit time, and checks every PubAck.
-func submitTasks(ctx context.Context, cfg Config, js jetstream.JetStream, wf string, submit []time.Time, scope func(int) string) error {
+// benchRequests makes the bench tasks of workflow wf with the scopes of
+// scope.
+func benchRequests(wf string, scope func(int) string) func(int) subjects.TaskRequest {
+	return func(i int) subjects.TaskRequest { return benchRequest(wf, i, scope) }
+}
+
+// submitTasks publishes the one-round tasks req makes, one per submit
+// slot, with async publishes of producer.Msg, recording each one's submit
+// time, and checks every PubAck.
+func submitTasks(ctx context.Context, cfg Config, js jetstream.JetStream, submit []time.Time, req func(int) subjects.TaskRequest) error {
 	futures := make([]jetstream.PubAckFuture, len(submit))
 	for i := range submit {
-		msg, err := producer.Msg(cfg.Names, Queue, benchRequest(wf, i, scope))
+		msg, err := producer.Msg(cfg.Names, Queue, req(i))
 		if err != nil {
 			return fmt.Errorf("bench: task %d: %w", i, err)
 		}

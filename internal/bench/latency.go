@@ -93,7 +93,7 @@ func runLatency(ctx context.Context, cfg Config, url string) (*Latency, error) {
 					}
 				}
 			},
-		})
+		}, nil)
 		if err != nil {
 			return err
 		}

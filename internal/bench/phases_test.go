@@ -94,6 +94,46 @@ func TestRunLatency(t *testing.T) {
 	require.Positive(t, l.SubmitToEnd.P50)
 }
 
+// The agents phase holds every task's runner waiting at once on one
+// worker, and ends them all no sooner than their waits allow.
+func TestRunAgents(t *testing.T) {
+	srv := natstest.Server(t)
+	cfg := phaseConfig(t, srv.ClientURL())
+	cfg.Agents, cfg.AgentLatency = 40, time.Second
+	a, err := runAgents(context.Background(), cfg, srv.ClientURL())
+	require.NoError(t, err)
+	require.Equal(t, 40, a.Completed, "every agent's task completes")
+	require.Zero(t, a.Failed)
+	require.Equal(t, 3*1500*time.Millisecond, a.Ideal, "the longest task waits 1.5s in each of its three roles")
+	require.GreaterOrEqual(t, a.Elapsed, a.Ideal, "no task ends before its runners' waits")
+	require.EqualValues(t, 40, a.Peak, "every agent waiting at once: the pool has a slot for each")
+	require.True(t, a.AllWaiting)
+	require.Positive(t, a.HeapPerAgentKiB, "agents in flight hold memory")
+	require.Positive(t, a.GoroutinesPerAgent)
+	require.Positive(t, a.CPUPerTask)
+	require.Equal(t, 80, a.RoleGap.N, "planner to implementer and implementer to judge")
+	require.Equal(t, 40, a.SubmitToStart.N)
+}
+
+// Each agent's runners wait their own time, spread evenly over half to
+// one and a half times the mean.
+func TestAgentLatency(t *testing.T) {
+	for _, tc := range []struct {
+		i, n int
+		mean time.Duration
+		want int
+	}{
+		{0, 1, time.Second, 1000},
+		{0, 5, time.Second, 500},
+		{2, 5, time.Second, 1000},
+		{4, 5, time.Second, 1500},
+		{999, 1000, 5 * time.Second, 7500},
+		{0, 1000, 5 * time.Second, 2500},
+	} {
+		require.Equal(t, tc.want, agentLatency(tc.i, tc.n, tc.mean), "task %d of %d, mean %s", tc.i, tc.n, tc.mean)
+	}
+}
+
 // The cached phase's second run, fed and followed through the wire
 // contract, finds every role's result in the cache: no runner call and no
 // cache write, and every task ends.

@@ -105,7 +105,9 @@ type Report struct {
 	Spread *RoundSpread `json:"round_spread,omitempty"`
 	// Latency and Cached are the latency and cached phases, when run.
 	Latency *Latency `json:"latency,omitempty"`
-	Cached  *Cached  `json:"cached,omitempty"`
+	// Agents is the agents phase, when run.
+	Agents *Agents `json:"agents,omitempty"`
+	Cached *Cached `json:"cached,omitempty"`
 }
 
 // newPhase computes throughput and latency percentiles from each task's
@@ -235,6 +237,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Latency != nil {
 		writeLatency(w, r.Latency)
 	}
+	if r.Agents != nil {
+		writeAgents(w, r.Agents)
+	}
 	if r.Cached != nil {
 		return writeCached(w, r.Cached)
 	}
@@ -280,6 +285,29 @@ func writeLatency(w io.Writer, l *Latency) {
 		fmt.Fprintf(w, "  %-24s p50 %-10s p99 %-10s max %-10s (n %d)\n", d.name, round(d.d.P50), round(d.d.P99), round(d.d.Max), d.d.N)
 	}
 	fmt.Fprintf(w, "  targets at default sync: role to role p99 < %s, submit to planner start < %s\n", TargetRoleGapP99, TargetSubmitToStart)
+}
+
+// writeAgents prints the agents phase.
+func writeAgents(w io.Writer, a *Agents) {
+	fmt.Fprintf(w, "\nagents: %d tasks at once on one worker (pool %d), each role's runner waiting %s-%s (mean %s):\n",
+		a.Agents, a.Agents, round(a.Latency/2), round(a.Latency*3/2), round(a.Latency))
+	fmt.Fprintf(w, "  %d completed, %d failed in %s; the longest task's waits alone take %s (%s more)\n",
+		a.Completed, a.Failed, round(a.Elapsed), round(a.Ideal), round(a.Elapsed-a.Ideal))
+	if a.AllWaiting {
+		fmt.Fprintf(w, "  all %d waiting at once; per agent %.1f KiB of live heap and %.2f goroutines (the whole process's, the embedded server's included)\n",
+			a.Agents, a.HeapPerAgentKiB, a.GoroutinesPerAgent)
+	} else {
+		fmt.Fprintf(w, "  at most %d of %d waiting at once, so the heap per agent was not measured: give the runners a longer wait (--agent-latency)\n", a.Peak, a.Agents)
+	}
+	fmt.Fprintf(w, "  CPU %s per task, %.2f cores over the run\n", round(a.CPUPerTask), a.Cores)
+	for _, d := range []struct {
+		name string
+		d    Dist
+	}{
+		{"role to role", a.RoleGap}, {"submit to planner start", a.SubmitToStart},
+	} {
+		fmt.Fprintf(w, "  %-24s p50 %-10s p99 %-10s max %-10s (n %d)\n", d.name, round(d.d.P50), round(d.d.P99), round(d.d.Max), d.d.N)
+	}
 }
 
 // writeCached prints the cached phase.

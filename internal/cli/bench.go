@@ -22,6 +22,8 @@ func newBenchCmd(g *globals) *cobra.Command {
 	var (
 		tasks, concurrency int
 		latency, cached    int
+		agents             int
+		agentLatency       time.Duration
 		syncFlag, profile  string
 		memProfile         string
 		profileDir         string
@@ -85,6 +87,15 @@ ack on the embedded server it times the store's disk too (serial 1 KiB
 writes, each fsync'd) and prints the least time the audit stream needs to
 store the cached run's events one after another.
 
+The agents phase (--agents N) asks how many agents one worker drives: N
+cold tasks submitted together to a worker with a pool slot for each, every
+role's sim runner waiting a latency of its own (spread over half to one
+and a half times --agent-latency across the tasks). It reports the run's
+time against the longest task's waits alone, the live heap and goroutines
+per agent when all N are waiting at once (the whole process's), CPU per
+task, and the role-to-role and submit-to-planner-start times with the
+whole fleet in flight.
+
 Without --nats-url it embeds a server in a temporary directory with the
 --sync interval and removes it afterwards. Run it once with --sync always
 (fsync before ack, serve's default) and once with --sync 2m (nats-server's
@@ -114,6 +125,7 @@ unless --keep.`,
 			cfg := bench.Config{
 				Tasks: tasks, Concurrency: concurrency, URL: g.natsURL, Options: opts, Sync: sync,
 				Timeout: timeout, Log: g.log, Keep: keep, LatencyTasks: latency, CachedTasks: cached,
+				Agents: agents, AgentLatency: agentLatency,
 			}
 			if f := cmd.Flag("prefix"); f != nil && f.Changed { // else the bench's own default
 				cfg.Names = g.names
@@ -127,6 +139,12 @@ unless --keep.`,
 			cfg.Rounds = rounds
 			if latency < 0 || cached < 0 {
 				return fmt.Errorf("--latency-tasks and --cached-tasks must not be negative (got %d and %d)", latency, cached)
+			}
+			if agents < 0 || agents > bench.MaxAgents {
+				return fmt.Errorf("--agents must be 0 to %d (got %d)", bench.MaxAgents, agents)
+			}
+			if agentLatency <= 0 {
+				return fmt.Errorf("--agent-latency must be positive (got %s)", agentLatency)
 			}
 			if profileDir != "" {
 				switch fi, err := os.Stat(profileDir); {
@@ -183,6 +201,8 @@ unless --keep.`,
 	f.IntVar(&concurrency, "concurrency", bench.DefaultConcurrency, "pool size of the worker and of the floor")
 	f.IntVar(&latency, "latency-tasks", bench.DefaultLatencyTasks, "tasks of the latency phase, one at a time on an idle worker (0: skip it)")
 	f.IntVar(&cached, "cached-tasks", bench.DefaultCachedTasks, "unchanged tasks of the cached phase, run twice (0: skip it)")
+	f.IntVar(&agents, "agents", 0, "tasks of the agents phase, all in flight at once on one worker (0: skip it)")
+	f.DurationVar(&agentLatency, "agent-latency", bench.DefaultAgentLatency, "mean wait of a role's runner in the agents phase, spread over half to one and a half times it")
 	f.StringVar(&syncFlag, "sync", "always", `embedded server's fsync: "always" (before every ack) or an interval such as 2m (nats-server's default)`)
 	f.IntVar(&rounds, "rounds", 1, "run the drover, contract-ops, minimal worker and floor phases this many times and report the round with the median ratio, the range, and a confidence interval of the median (95% from six rounds)")
 	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the drover phase to this file")

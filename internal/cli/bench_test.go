@@ -19,6 +19,9 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 		{"negative latency tasks", []string{"--latency-tasks", "-1"}, "must not be negative (got -1 and"},
 		{"negative cached tasks", []string{"--cached-tasks", "-2"}, "must not be negative (got 200 and -2)"},
 		{"no rounds", []string{"--rounds", "0"}, "--rounds must be at least 1 (got 0)"},
+		{"negative agents", []string{"--agents", "-1"}, "--agents must be 0 to 20000 (got -1)"},
+		{"too many agents", []string{"--agents", "20001"}, "--agents must be 0 to 20000 (got 20001)"},
+		{"agents that do not wait", []string{"--agents", "5", "--agent-latency", "0s"}, "--agent-latency must be positive (got 0s)"},
 		{"a profile that cannot be written", []string{"--memprofile", "no-such-dir/mem.prof"}, "--memprofile: open no-such-dir/mem.prof"},
 		{"a profile directory that does not exist", []string{"--profile-dir", "no-such-dir"}, "--profile-dir: stat no-such-dir: no such file or directory"},
 		{"a profile directory that is a file", []string{"--profile-dir", "bench_test.go"}, "--profile-dir bench_test.go: not a directory"},
@@ -34,12 +37,12 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 }
 
 // A tiny bench run reports every phase: the floor, contract-ops, the
-// minimal worker, the latency phase and the cached phase; and profiles each.
+// minimal worker, the latency, agents and cached phases; and profiles each.
 func TestBenchReportsEveryPhase(t *testing.T) {
 	t.Parallel()
 	profiles := t.TempDir()
 	code, out, errOut := runCLI(t, "bench", "--tasks", "10", "--concurrency", "2", "--latency-tasks", "2",
-		"--cached-tasks", "3", "--sync", "1s", "--rounds", "2", "--json", "--profile-dir", profiles)
+		"--cached-tasks", "3", "--agents", "4", "--agent-latency", "400ms", "--sync", "1s", "--rounds", "2", "--json", "--profile-dir", profiles)
 	require.Equal(t, 0, code, errOut)
 	var rep struct {
 		Drover          struct{ Completed int } `json:"drover"`
@@ -55,6 +58,10 @@ func TestBenchReportsEveryPhase(t *testing.T) {
 		Cached struct {
 			Hits int `json:"hits"`
 		} `json:"cached"`
+		Agents struct {
+			Completed int `json:"completed"`
+			Peak      int `json:"peak"`
+		} `json:"agents"`
 		Spread struct {
 			Rounds int `json:"rounds"`
 			Ops    struct {
@@ -76,6 +83,8 @@ func TestBenchReportsEveryPhase(t *testing.T) {
 	require.NotEmpty(t, rep.OpsOverlapped.Ops)
 	require.Equal(t, 4, rep.Latency.RoleGap.N)
 	require.Equal(t, 9, rep.Cached.Hits)
+	require.Equal(t, 4, rep.Agents.Completed)
+	require.Equal(t, 4, rep.Agents.Peak, "the four agents wait at once")
 	require.Len(t, rep.Rounds, 2, "each round's ratios are listed")
 	require.NotEqual(t, rep.Rounds[0].Median, rep.Rounds[1].Median, "one round is the median")
 	require.Equal(t, 2, rep.Spread.Rounds, "the ratios' spread over the rounds")
