@@ -3,9 +3,12 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/metrics"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/droverhq/drover/internal/pipeline"
@@ -14,50 +17,59 @@ import (
 )
 
 // Agents is what the agents phase measured: how many agents one worker
-// drives at once, and what each costs it. Agents cold one-round tasks are
-// submitted together to a worker with a pool slot for each; every role's
-// sim runner waits a latency of its own, spread evenly over
-// [AgentLatency/2, 3*AgentLatency/2] across the tasks, as the agents of a
-// fleet each take their own time. The memory is measured when every agent
-// is waiting at once.
+// drives at once, and what each costs it. Tasks cold one-round tasks are
+// submitted together to a worker with a pool slot for each. Every
+// planner is held until the last one has started, so the whole fleet is
+// in flight at once; then each role's sim runner waits a time of its own,
+// spread evenly over [RoleWait/2, 3*RoleWait/2] across the tasks, as the
+// agents of a fleet each take their own time.
 type Agents struct {
-	Agents int `json:"agents"`
-	// Latency is the mean wait of a role's runner.
-	Latency   time.Duration `json:"-"`
-	LatencyMS float64       `json:"role_latency_ms"`
-	Completed int           `json:"completed"`
-	Failed    int           `json:"failed"`
+	Tasks int `json:"tasks"`
+	// RoleWait is the mean wait of a role's runner.
+	RoleWait   time.Duration `json:"-"`
+	RoleWaitMS float64       `json:"role_wait_ms"`
+	Completed  int           `json:"completed"`
+	Failed     int           `json:"failed"`
+	// Start runs from the first submit to the last planner starting: the
+	// time the fleet took to be all in flight.
+	Start  time.Duration `json:"-"`
+	StartS float64       `json:"start_s"`
 	// Elapsed runs from the first submit to the last terminal event;
-	// Ideal is the longest task's three waits, what a worker that cost
-	// nothing would take.
+	// Ideal is Start plus the longest task's three waits, what a worker
+	// that cost nothing after the start would take.
 	Elapsed  time.Duration `json:"-"`
 	Ideal    time.Duration `json:"-"`
 	ElapsedS float64       `json:"elapsed_s"`
 	IdealS   float64       `json:"ideal_s"`
 	// Peak is the most runner calls waiting at once.
 	Peak int64 `json:"peak"`
-	// AllWaiting says the agents were all waiting at once, when the heap
-	// and goroutines were counted; without it those fields are zero.
-	AllWaiting bool `json:"all_waiting"`
-	// HeapPerAgent is the growth of the live heap, from the idle worker
-	// to every agent waiting, per agent; GoroutinesPerAgent likewise. Both
-	// are the whole process's, the embedded server's included (the
-	// requests in its stores, the deliveries).
-	HeapPerAgentKiB    float64 `json:"heap_per_agent_kib"`
+	// HeapStartKiB is the growth of the live heap from the idle worker to
+	// the fleet all in flight (a collection forced then, every agent in
+	// its planner), per agent; HeapPeakKiB to the peak over the run, as
+	// collections found it, which also holds what the tasks stored (with
+	// InProcessServer, the embedded server's caches of its streams);
+	// GoroutinesPerAgent is the growth of the goroutines to their peak,
+	// per agent. All are the process's: with InProcessServer, the
+	// embedded server's too.
+	HeapStartKiB       float64 `json:"heap_start_per_agent_kib"`
+	HeapPeakKiB        float64 `json:"heap_peak_per_agent_kib"`
 	GoroutinesPerAgent float64 `json:"goroutines_per_agent"`
-	// CPUPerTask and Cores are the process's, as for the other phases.
+	InProcessServer    bool    `json:"in_process_server"`
+	// CPUPerTask and Cores are the process's over the run, as for the
+	// other phases, less the forced collection.
 	CPUPerTask   time.Duration `json:"-"`
 	CPUPerTaskUS float64       `json:"cpu_per_task_us"`
 	Cores        float64       `json:"cores"`
 	// RoleGap and SubmitToStart are the pipeline's observations, as in
-	// the latency phase, with every agent of the fleet in flight.
+	// the latency phase, with the whole fleet in flight.
 	RoleGap       Dist `json:"role_gap"`
 	SubmitToStart Dist `json:"submit_to_start"`
 }
 
-// agentLatency is task i's wait per role, of n tasks with mean mean:
-// spread evenly over [mean/2, 3*mean/2], in milliseconds.
-func agentLatency(i, n int, mean time.Duration) int {
+// agentWait is task i's wait per role, of n tasks whose mean wait is
+// mean: spread evenly over [mean/2, 3*mean/2], in milliseconds (the sim's
+// unit).
+func agentWait(i, n int, mean time.Duration) int {
 	m := int(mean.Milliseconds())
 	if n <= 1 {
 		return m
@@ -71,7 +83,7 @@ func agentRequests(wf string, n int, mean time.Duration) func(int) subjects.Task
 	scope := coldScope(wf)
 	return func(i int) subjects.TaskRequest {
 		req := benchRequest(wf, i, scope)
-		wait := agentLatency(i, n, mean)
+		wait := agentWait(i, n, mean)
 		ctl, _ := json.Marshal(subjects.SimControls{LatencyMS: map[subjects.Role]int{
 			subjects.RolePlanner: wait, subjects.RoleImplementer: wait, subjects.RoleJudge: wait}})
 		req.Metadata = map[string]json.RawMessage{"sim": ctl}
@@ -79,15 +91,47 @@ func agentRequests(wf string, n int, mean time.Duration) func(int) subjects.Task
 	}
 }
 
-// The runtime's live heap (as of the last collection) and goroutine count.
+// fleetStart holds every planner call until n have started, so the
+// fleet is all in flight at once when the phase counts its heap: without
+// it, the first planners to end could end before the last ones start,
+// and whether they did would depend on the machine's speed.
+type fleetStart struct {
+	n       int64
+	started atomic.Int64
+	at      time.Time     // when the last one started; read once all is closed
+	all     chan struct{} // closed when n planners have started
+	release chan struct{} // closed by the phase once it has counted
+}
+
+func newFleetStart(n int) *fleetStart {
+	return &fleetStart{n: int64(n), all: make(chan struct{}), release: make(chan struct{})}
+}
+
+// planner is sim's planner, held until the phase releases the fleet.
+func (f *fleetStart) planner(sim *runner.Sim) runner.Runner {
+	return runner.Func{ID: sim.Identity(), InCaller: true, F: func(ctx context.Context, req runner.Request) (runner.Result, error) {
+		if f.started.Add(1) == f.n {
+			f.at = time.Now()
+			close(f.all)
+		}
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return runner.Result{}, context.Cause(ctx)
+		}
+		return sim.Run(ctx, req)
+	}}
+}
+
+// The runtime's live heap (as the last collection found it) and goroutine
+// count.
 const (
 	liveHeapMetric   = "/gc/heap/live:bytes"
 	goroutinesMetric = "/sched/goroutines:goroutines"
 )
 
-// footprint collects the heap and reads the live heap and the goroutines.
+// footprint reads the live heap and the goroutines.
 func footprint() (heap, goroutines uint64) {
-	runtime.GC()
 	s := []metrics.Sample{{Name: liveHeapMetric}, {Name: goroutinesMetric}}
 	metrics.Read(s)
 	for i, dst := range []*uint64{&heap, &goroutines} {
@@ -98,43 +142,65 @@ func footprint() (heap, goroutines uint64) {
 	return heap, goroutines
 }
 
-// agentsPoll is how often the agents phase looks at the runner calls in
-// flight.
-const agentsPoll = 5 * time.Millisecond
+// perAgentKiB is the growth from heap0 to heap, in KiB per agent of n.
+func perAgentKiB(heap, heap0 uint64, n int) float64 {
+	return (float64(heap) - float64(heap0)) / 1024 / float64(n)
+}
 
-// runAgents runs the agents phase.
+// peaks keeps the highest footprint seen, for the watcher and the
+// phase's goroutine both.
+type peaks struct {
+	mu               sync.Mutex
+	heap, goroutines uint64
+}
+
+func (p *peaks) see() {
+	h, g := footprint()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.heap, p.goroutines = max(p.heap, h), max(p.goroutines, g)
+}
+
+// agentsPoll is how often the agents phase reads the footprint.
+const agentsPoll = 10 * time.Millisecond
+
+// runAgents runs the agents phase: it answers "how many agents can one
+// pod drive" with what a fleet of cfg.Agents in flight costs one worker.
 func runAgents(ctx context.Context, cfg Config, url string) (*Agents, error) {
 	n := cfg.Agents
-	rep := &Agents{Agents: n, Latency: cfg.AgentLatency, LatencyMS: ms(cfg.AgentLatency)}
-	for i := range n {
-		rep.Ideal = max(rep.Ideal, 3*time.Duration(agentLatency(i, n, cfg.AgentLatency))*time.Millisecond)
-	}
-	rep.IdealS = rep.Ideal.Seconds()
+	rep := &Agents{Tasks: n, RoleWait: cfg.AgentLatency, RoleWaitMS: ms(cfg.AgentLatency), InProcessServer: cfg.URL == ""}
+	longest := 3 * time.Duration(agentWait(n-1, n, cfg.AgentLatency)) * time.Millisecond // the spread rises with i
 	wcfg := cfg
 	wcfg.Concurrency = n
 	err := withOwn(ctx, cfg, url, func(o own) error {
 		ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errTimeout)
 		defer cancel()
+		fail := func(err error, what string) error {
+			if errors.Is(context.Cause(ctx), errTimeout) {
+				err = fmt.Errorf("%w after %s (raise --timeout)", errTimeout, cfg.Timeout)
+			}
+			return fmt.Errorf("bench: agents phase, %s: %w", what, err)
+		}
 		tr := newTerminals(newWorkflowID(), n)
 		var lt latencyTimes
 		sim := runner.NewSim(runner.SimOptions{})
+		fleet := newFleetStart(n)
 		stop, err := startWorker(ctx, wcfg, o.ncW, o.settings, nil, pipeline.Config{
 			OnRoleGap: lt.gap, OnSubmitToStart: lt.start, OnTerminal: tr.record,
-		}, sim)
+		}, runner.Set{Planner: fleet.planner(sim), Implementer: sim, Judge: sim})
 		if err != nil {
 			return err
 		}
 		collectHeap()
 		heap0, g0 := footprint()
+		var peak peaks
 		submit := make([]time.Time, n)
 		use := measure()
+		var gcCPU time.Duration
 
-		// The watcher counts the heap and goroutines once every agent is
-		// waiting; it ends then, or with the phase.
-		var (
-			heap1, g1 uint64
-			all       bool
-		)
+		// The watcher reads the footprint as collections find it until the
+		// phase ends; the phase's goroutine forces one collection when the
+		// fleet is all in flight, and then releases it.
 		phaseDone, watched := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(watched)
@@ -145,23 +211,39 @@ func runAgents(ctx context.Context, cfg Config, url string) (*Agents, error) {
 				case <-phaseDone:
 					return
 				case <-tick.C:
-				}
-				if sim.InFlight() >= int64(n) {
-					heap1, g1 = footprint()
-					all = true
-					return
+					peak.see()
 				}
 			}
 		}()
+		released := false
 		err = submitTasks(ctx, cfg, o.js, submit, agentRequests(tr.wf, n, cfg.AgentLatency))
-		if err == nil {
+		if err != nil {
+			err = fail(err, "submitting")
+		} else {
 			select {
-			case <-tr.all:
+			case <-fleet.all:
+				rep.Start = fleet.at.Sub(submit[0])
+				cpu := processCPU()
+				runtime.GC()
+				heapStart, _ := footprint()
+				rep.HeapStartKiB = perAgentKiB(heapStart, heap0, n)
+				peak.see()
+				gcCPU = processCPU() - cpu
+				close(fleet.release)
+				released = true
+				select {
+				case <-tr.all:
+				case <-ctx.Done():
+					tr.mu.Lock()
+					err = fail(context.Cause(ctx), fmt.Sprintf("%d of %d tasks ended", tr.completed+tr.failed, n))
+					tr.mu.Unlock()
+				}
 			case <-ctx.Done():
-				tr.mu.Lock()
-				err = fmt.Errorf("bench: agents phase, with %d of %d tasks ended: %w", tr.completed+tr.failed, n, context.Cause(ctx))
-				tr.mu.Unlock()
+				err = fail(context.Cause(ctx), fmt.Sprintf("%d of %d planners started", fleet.started.Load(), n))
 			}
+		}
+		if !released { // let held planners go, so the worker drains
+			close(fleet.release)
 		}
 		used := use.since()
 		close(phaseDone)
@@ -172,18 +254,21 @@ func runAgents(ctx context.Context, cfg Config, url string) (*Agents, error) {
 		if err != nil {
 			return err
 		}
+		used.cpu -= gcCPU
 		tr.mu.Lock()
 		ph := newPhase(submit, tr.end)
 		rep.Completed, rep.Failed = tr.completed, tr.failed
 		tr.mu.Unlock()
 		ph.setUsage(used, n)
 		rep.Elapsed, rep.ElapsedS = ph.Elapsed, ph.ElapsedS
+		rep.Ideal = rep.Start + longest
+		rep.StartS, rep.IdealS = rep.Start.Seconds(), rep.Ideal.Seconds()
 		rep.CPUPerTask, rep.CPUPerTaskUS, rep.Cores = ph.CPUPerTask, ph.CPUPerTaskUS, ph.Cores
-		rep.Peak, rep.AllWaiting = sim.MaxConcurrent(), all
-		if all && n > 0 {
-			rep.HeapPerAgentKiB = (float64(heap1) - float64(heap0)) / 1024 / float64(n)
-			rep.GoroutinesPerAgent = (float64(g1) - float64(g0)) / float64(n)
-		}
+		rep.Peak = sim.MaxConcurrent()
+		peak.mu.Lock()
+		rep.HeapPeakKiB = perAgentKiB(peak.heap, heap0, n)
+		rep.GoroutinesPerAgent = (float64(peak.goroutines) - float64(g0)) / float64(n)
+		peak.mu.Unlock()
 		lt.mu.Lock()
 		defer lt.mu.Unlock()
 		rep.RoleGap, rep.SubmitToStart = newDist(lt.gaps), newDist(lt.starts)

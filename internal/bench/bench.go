@@ -54,10 +54,15 @@ const (
 	DefaultLatencyTasks = 200
 	DefaultCachedTasks  = 1000
 	// DefaultAgentLatency is the mean wait of a role's runner in the
-	// agents phase: long enough that every agent of a few thousand is
-	// waiting at once, as an agent CLI's seconds or minutes keep them.
+	// agents phase: seconds, as an agent CLI's calls take, and long
+	// enough that a task outlives a heartbeat.
 	DefaultAgentLatency = 5 * time.Second
-	// MaxAgents bounds the agents phase: one worker holds them all.
+	// MinAgentLatency is the shortest: the sim waits whole milliseconds,
+	// and the shortest wait is half the mean.
+	MinAgentLatency = 10 * time.Millisecond
+	// MaxAgents bounds the agents phase, which one process holds in
+	// memory all at once: 10,000 agents took about 700 MiB of RSS here,
+	// the embedded server's included.
 	MaxAgents = 20000
 )
 
@@ -151,6 +156,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
+	if c.Agents > 0 && c.AgentLatency < MinAgentLatency {
+		return c, fmt.Errorf("bench: agent latency %s: at least %s, so that every agent waits", c.AgentLatency, MinAgentLatency)
+	}
+	if c.Agents > 0 && 3*c.AgentLatency*3/2 >= c.Timeout {
+		return c, fmt.Errorf("bench: agent latency %s: the longest task's waits (%s) outlast the timeout %s", c.AgentLatency, 3*c.AgentLatency*3/2, c.Timeout)
+	}
 	if c.Names == (subjects.Names{}) {
 		c.Names = subjects.MustNames(DefaultPrefix)
 	}
@@ -201,9 +212,10 @@ func runRound(ctx context.Context, cfg Config, url string, warmUp func() error) 
 }
 
 // Run runs the phases and returns the report: Rounds rounds of the Drover,
-// contract-ops and floor phases, reported by the round with the median
-// ratio of Drover to overlapped contract-ops; then, once, the latency and
-// cached phases. The first error of any phase ends the run; every
+// contract-ops, minimal worker and floor phases, reported by the round
+// with the median ratio of Drover to overlapped contract-ops; then, once,
+// the latency, cached and agents phases that are asked for. The first
+// error of any phase ends the run; every
 // goroutine, connection and embedded server it started is stopped before
 // it returns.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
@@ -270,11 +282,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	if cfg.Agents > 0 {
-		if rep.Agents, err = runAgents(ctx, cfg, url); err != nil {
-			return nil, err
-		}
-	}
 	if cfg.CachedTasks > 0 {
 		if rep.Cached, err = runCached(ctx, cfg, url); err != nil {
 			return nil, err
@@ -283,6 +290,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if rep.Cached.Disk, err = probeDisk(storeDir, diskProbeWrites, cfg.CachedTasks); err != nil {
 				return nil, err
 			}
+		}
+	}
+	// Last, as it is the largest: the phase after it would pay for the
+	// removal of its streams.
+	if cfg.Agents > 0 {
+		if rep.Agents, err = runAgents(ctx, cfg, url); err != nil {
+			return nil, err
 		}
 	}
 	rep.finish()

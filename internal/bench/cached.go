@@ -11,6 +11,7 @@ import (
 
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -70,7 +71,7 @@ func runCached(ctx context.Context, cfg Config, url string) (*Cached, error) {
 		ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errTimeout)
 		defer cancel()
 		var hc hitCounter
-		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, &hc, pipeline.Config{}, nil)
+		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, &hc, pipeline.Config{}, runner.Set{})
 		if err != nil {
 			return err
 		}

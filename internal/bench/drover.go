@@ -80,7 +80,7 @@ func runDrover(ctx context.Context, cfg Config, url string) (ph Phase, w Writes,
 			return err
 		}
 		tr := newTerminals(newWorkflowID(), cfg.Tasks)
-		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, nil, pipeline.Config{OnTerminal: tr.record}, nil)
+		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, nil, pipeline.Config{OnTerminal: tr.record}, runner.Set{})
 		if err != nil {
 			return err
 		}
@@ -128,13 +128,13 @@ func currentSettings(ctx context.Context, js jetstream.JetStream, names subjects
 }
 
 // startWorker runs a worker on nc, with the pipeline's hooks of pc,
-// metrics m (nil: none) and the sim runner sim (nil: a new one), until the
+// metrics m (nil: none) and the runners rs (none: a new sim's), until the
 // returned stop is called, which drains it and returns its error. It
 // returns once the worker is fetching.
-func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings, m pipeline.Metrics, pc pipeline.Config, sim *runner.Sim) (stop func() error, err error) {
+func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings, m pipeline.Metrics, pc pipeline.Config, rs runner.Set) (stop func() error, err error) {
 	pc.Worker = benchWorker
-	if sim == nil {
-		sim = runner.NewSim(runner.SimOptions{})
+	if rs.Planner == nil {
+		rs = runner.SimSet(runner.NewSim(runner.SimOptions{}))
 	}
 	w, err := worker.New(nc, worker.Config{
 		Names:       cfg.Names,
@@ -142,7 +142,7 @@ func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker
 		Concurrency: cfg.Concurrency,
 		Consumer:    broker.ConsumerSettings{MaxAckPending: max(broker.DefaultMaxAckPending, cfg.Concurrency)},
 		Streams:     settings,
-		Runners:     runner.SimSet(sim),
+		Runners:     rs,
 		Pipeline:    pc,
 		Metrics:     m,
 		Log:         cfg.Log,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -93,7 +94,7 @@ func runLatency(ctx context.Context, cfg Config, url string) (*Latency, error) {
 					}
 				}
 			},
-		}, nil)
+		}, runner.Set{})
 		if err != nil {
 			return err
 		}

@@ -105,9 +105,9 @@ type Report struct {
 	Spread *RoundSpread `json:"round_spread,omitempty"`
 	// Latency and Cached are the latency and cached phases, when run.
 	Latency *Latency `json:"latency,omitempty"`
+	Cached  *Cached  `json:"cached,omitempty"`
 	// Agents is the agents phase, when run.
 	Agents *Agents `json:"agents,omitempty"`
-	Cached *Cached `json:"cached,omitempty"`
 }
 
 // newPhase computes throughput and latency percentiles from each task's
@@ -237,11 +237,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Latency != nil {
 		writeLatency(w, r.Latency)
 	}
+	if r.Cached != nil {
+		if err := writeCached(w, r.Cached); err != nil {
+			return err
+		}
+	}
 	if r.Agents != nil {
 		writeAgents(w, r.Agents)
-	}
-	if r.Cached != nil {
-		return writeCached(w, r.Cached)
 	}
 	return nil
 }
@@ -289,16 +291,17 @@ func writeLatency(w io.Writer, l *Latency) {
 
 // writeAgents prints the agents phase.
 func writeAgents(w io.Writer, a *Agents) {
-	fmt.Fprintf(w, "\nagents: %d tasks at once on one worker (pool %d), each role's runner waiting %s-%s (mean %s):\n",
-		a.Agents, a.Agents, round(a.Latency/2), round(a.Latency*3/2), round(a.Latency))
-	fmt.Fprintf(w, "  %d completed, %d failed in %s; the longest task's waits alone take %s (%s more)\n",
+	fmt.Fprintf(w, "\nagents: %d tasks at once on one worker with a pool slot for each, each role's runner waiting %s-%s (mean %s):\n",
+		a.Tasks, round(a.RoleWait/2), round(a.RoleWait*3/2), round(a.RoleWait))
+	fmt.Fprintf(w, "  all %d planners started within %s of the first submit (each held until the last one started)\n", a.Tasks, round(a.Start))
+	fmt.Fprintf(w, "  %d completed, %d failed in %s; the start and the longest task's waits alone take %s (%s more)\n",
 		a.Completed, a.Failed, round(a.Elapsed), round(a.Ideal), round(a.Elapsed-a.Ideal))
-	if a.AllWaiting {
-		fmt.Fprintf(w, "  all %d waiting at once; per agent %.1f KiB of live heap and %.2f goroutines (the whole process's, the embedded server's included)\n",
-			a.Agents, a.HeapPerAgentKiB, a.GoroutinesPerAgent)
-	} else {
-		fmt.Fprintf(w, "  at most %d of %d waiting at once, so the heap per agent was not measured: give the runners a longer wait (--agent-latency)\n", a.Peak, a.Agents)
+	whose := "the process's"
+	if a.InProcessServer {
+		whose = "the process's, the embedded server's included"
 	}
+	fmt.Fprintf(w, "  per agent (%s): %.1f KiB of live heap with the fleet started, %.1f KiB at the peak of the run (with what the tasks stored), %.2f goroutines; at most %d runners waiting at once\n",
+		whose, a.HeapStartKiB, a.HeapPeakKiB, a.GoroutinesPerAgent, a.Peak)
 	fmt.Fprintf(w, "  CPU %s per task, %.2f cores over the run\n", round(a.CPUPerTask), a.Cores)
 	for _, d := range []struct {
 		name string

@@ -87,14 +87,15 @@ ack on the embedded server it times the store's disk too (serial 1 KiB
 writes, each fsync'd) and prints the least time the audit stream needs to
 store the cached run's events one after another.
 
-The agents phase (--agents N) asks how many agents one worker drives: N
-cold tasks submitted together to a worker with a pool slot for each, every
-role's sim runner waiting a latency of its own (spread over half to one
-and a half times --agent-latency across the tasks). It reports the run's
-time against the longest task's waits alone, the live heap and goroutines
-per agent when all N are waiting at once (the whole process's), CPU per
-task, and the role-to-role and submit-to-planner-start times with the
-whole fleet in flight.
+The agents phase (--agents N, last) asks how many agents one worker
+drives: N cold tasks submitted together to a worker with a pool slot for
+each, every planner held until the last one has started, then every
+role's sim runner waiting a time of its own (spread over half to one and
+a half times --agent-latency across the tasks). It reports how long the
+fleet took to start, the run's time against the start and the longest
+task's waits alone, the peak live heap and goroutines per agent (the
+whole process's), CPU per task, and the role-to-role and
+submit-to-planner-start times with the whole fleet in flight.
 
 Without --nats-url it embeds a server in a temporary directory with the
 --sync interval and removes it afterwards. Run it once with --sync always
@@ -143,7 +144,7 @@ unless --keep.`,
 			if agents < 0 || agents > bench.MaxAgents {
 				return fmt.Errorf("--agents must be 0 to %d (got %d)", bench.MaxAgents, agents)
 			}
-			if agentLatency <= 0 {
+			if agents > 0 && agentLatency <= 0 {
 				return fmt.Errorf("--agent-latency must be positive (got %s)", agentLatency)
 			}
 			if profileDir != "" {

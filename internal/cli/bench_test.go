@@ -37,7 +37,8 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 }
 
 // A tiny bench run reports every phase: the floor, contract-ops, the
-// minimal worker, the latency, agents and cached phases; and profiles each.
+// minimal worker, the latency, cached and agents phases; and profiles the
+// first round's phases.
 func TestBenchReportsEveryPhase(t *testing.T) {
 	t.Parallel()
 	profiles := t.TempDir()
