@@ -278,14 +278,9 @@ func writeOps(w io.Writer, name string, ops []OpStat) error {
 // writeLatency prints the latency phase.
 func writeLatency(w io.Writer, l *Latency) {
 	fmt.Fprintf(w, "\nlatency on an idle worker, %d tasks one at a time, sim latency 0, sync %s:\n", l.Tasks, l.Sync)
-	for _, d := range []struct {
-		name string
-		d    Dist
-	}{
-		{"role to role", l.RoleGap}, {"submit to planner start", l.SubmitToStart}, {"submit to terminal", l.SubmitToEnd},
-	} {
-		fmt.Fprintf(w, "  %-24s p50 %-10s p99 %-10s max %-10s (n %d)\n", d.name, round(d.d.P50), round(d.d.P99), round(d.d.Max), d.d.N)
-	}
+	writeDist(w, "role to role", l.RoleGap)
+	writeDist(w, "submit to planner start", l.SubmitToStart)
+	writeDist(w, "submit to terminal", l.SubmitToEnd)
 	fmt.Fprintf(w, "  targets at default sync: role to role p99 < %s, submit to planner start < %s\n", TargetRoleGapP99, TargetSubmitToStart)
 }
 
@@ -303,14 +298,13 @@ func writeAgents(w io.Writer, a *Agents) {
 	fmt.Fprintf(w, "  per agent (%s): %.1f KiB of live heap with the fleet started, %.1f KiB at the peak of the run (with what the tasks stored), %.2f goroutines; at most %d runners waiting at once\n",
 		whose, a.HeapStartKiB, a.HeapPeakKiB, a.GoroutinesPerAgent, a.Peak)
 	fmt.Fprintf(w, "  CPU %s per task, %.2f cores over the run\n", round(a.CPUPerTask), a.Cores)
-	for _, d := range []struct {
-		name string
-		d    Dist
-	}{
-		{"role to role", a.RoleGap}, {"submit to planner start", a.SubmitToStart},
-	} {
-		fmt.Fprintf(w, "  %-24s p50 %-10s p99 %-10s max %-10s (n %d)\n", d.name, round(d.d.P50), round(d.d.P99), round(d.d.Max), d.d.N)
-	}
+	writeDist(w, "role to role", a.RoleGap)
+	writeDist(w, "submit to planner start", a.SubmitToStart)
+}
+
+// writeDist prints one distribution of the latency or agents phase.
+func writeDist(w io.Writer, name string, d Dist) {
+	fmt.Fprintf(w, "  %-24s p50 %-10s p99 %-10s max %-10s (n %d)\n", name, round(d.P50), round(d.P99), round(d.Max), d.N)
 }
 
 // writeCached prints the cached phase.

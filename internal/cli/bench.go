@@ -93,9 +93,10 @@ each, every planner held until the last one has started, then every
 role's sim runner waiting a time of its own (spread over half to one and
 a half times --agent-latency across the tasks). It reports how long the
 fleet took to start, the run's time against the start and the longest
-task's waits alone, the peak live heap and goroutines per agent (the
-whole process's), CPU per task, and the role-to-role and
-submit-to-planner-start times with the whole fleet in flight.
+task's waits alone, the live heap per agent with the fleet started and at
+the run's peak, goroutines per agent (the whole process's), CPU per task,
+and the role-to-role and submit-to-planner-start times with the whole
+fleet in flight.
 
 Without --nats-url it embeds a server in a temporary directory with the
 --sync interval and removes it afterwards. Run it once with --sync always

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -219,8 +220,7 @@ func (k *Keeper) update(ctx context.Context, key string, f func(*Spend)) error {
 		if err == nil {
 			return nil
 		}
-		var apiErr *jetstream.APIError
-		if !errors.Is(err, jetstream.ErrKeyExists) && !(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
+		if !errors.Is(err, jetstream.ErrKeyExists) && !jsapi.IsWrongLastSequence(err) {
 			return fmt.Errorf("spend %s: %w", key, err)
 		}
 		if err := sleepCtx(ctx, time.Duration(try+1)*time.Millisecond); err != nil {

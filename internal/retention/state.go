@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/blobs"
+	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -133,18 +134,13 @@ func (r *run) purge(ctx context.Context, e jetstream.KeyValueEntry) (bool, error
 		return true, nil
 	}
 	err := r.s.State.Purge(ctx, e.Key(), jetstream.LastRevision(e.Revision()))
-	if errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSequence(err) {
+	if errors.Is(err, jetstream.ErrKeyExists) || jsapi.IsWrongLastSequence(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("gc: remove %s: %w", e.Key(), err)
 	}
 	return true, nil
-}
-
-func isWrongLastSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
 // refs notes the blobs a kept state value refers to: in its JSON (result,
