@@ -78,12 +78,29 @@ func FuzzParseAck(f *testing.F) {
 
 func TestDecodeAck(t *testing.T) {
 	t.Parallel()
-	a, err := decodeAck([]byte(`{"stream":"S","seq":5,"val":"3"}`))
-	require.NoError(t, err)
-	assert.Equal(t, Ack{Seq: 5}, a)
-
-	_, err = decodeAck([]byte(`{"stream":"","seq":5}`))
-	require.ErrorContains(t, err, "invalid jetstream publish response")
-	_, err = decodeAck([]byte(`not json`))
-	require.ErrorContains(t, err, "invalid jetstream publish response")
+	for _, tc := range []struct {
+		body string
+		want Ack
+		err  string // "" for none
+	}{
+		{body: `{"stream":"S","seq":5,"val":"3"}`, want: Ack{Seq: 5}},
+		{body: `{"type":"io.nats.jetstream.api.v1.pub_ack","stream":"S","seq":6,"duplicate":true,"domain":"d"}`, want: Ack{Seq: 6, Duplicate: true}},
+		{body: `{"stream":"","seq":5}`, err: "invalid jetstream publish response"},
+		{body: `{}`, err: "invalid jetstream publish response"},
+		{body: `not json`, err: "invalid jetstream publish response"},
+		// Fields the library decodes, of the wrong type, fail as they fail its decode.
+		{body: `{"stream":"S","seq":1,"domain":5}`, err: "invalid jetstream publish response"},
+		{body: `{"stream":"S","seq":1,"val":5}`, err: "invalid jetstream publish response"},
+		{body: `{"type":5,"stream":"S","seq":1}`, err: "invalid jetstream publish response"},
+		{body: `{"stream":"S","seq":"1"}`, err: "invalid jetstream publish response"},
+		{body: `{"error":{"code":503,"err_code":10039,"description":"jetstream not enabled"}}`, err: "jetstream not enabled"},
+	} {
+		a, err := decodeAck([]byte(tc.body))
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.body)
+			continue
+		}
+		require.NoError(t, err, tc.body)
+		assert.Equal(t, tc.want, a, tc.body)
+	}
 }

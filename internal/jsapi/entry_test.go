@@ -12,7 +12,10 @@ import (
 func TestReadEntry(t *testing.T) {
 	t.Parallel()
 	stored := func(extra ...string) nats.Header {
-		h := nats.Header{jetstream.StreamHeader: {"KV_b"}, jetstream.SequenceHeader: {"12"}}
+		h := nats.Header{
+			jetstream.StreamHeader: {"KV_b"}, jetstream.SequenceHeader: {"12"},
+			jetstream.SubjectHeader: {"$KV.b.k"}, jetstream.TimeStampHeaer: {"2026-12-02T13:00:00.123456789Z"},
+		}
 		for i := 0; i+1 < len(extra); i += 2 {
 			h.Set(extra[i], extra[i+1])
 		}
@@ -36,9 +39,11 @@ func TestReadEntry(t *testing.T) {
 		{name: "aged out", header: stored(jetstream.MarkerReasonHeader, "MaxAge"), want: Entry{Revision: 12}, wantErr: jetstream.ErrKeyDeleted},
 		{name: "removed", header: stored(jetstream.MarkerReasonHeader, "Remove"), want: Entry{Revision: 12}, wantErr: jetstream.ErrKeyDeleted},
 		{name: "a put's operation", header: stored("KV-Operation", "PUT"), data: "v", want: Entry{Value: []byte("v"), Revision: 12}},
-		{name: "no sequence", header: nats.Header{jetstream.StreamHeader: {"KV_b"}}, data: "v", wantErr: jetstream.ErrInvalidJSAck},
-		{name: "a bad sequence", header: nats.Header{jetstream.StreamHeader: {"KV_b"}, jetstream.SequenceHeader: {"x"}}, data: "v", wantErr: jetstream.ErrInvalidJSAck},
-		{name: "no stream", header: nats.Header{jetstream.SequenceHeader: {"12"}}, data: "v", wantErr: jetstream.ErrInvalidJSAck},
+		{name: "no sequence", header: without(stored(), jetstream.SequenceHeader), data: "v", wantErr: jetstream.ErrInvalidJSAck},
+		{name: "a bad sequence", header: stored(jetstream.SequenceHeader, "x"), data: "v", wantErr: jetstream.ErrInvalidJSAck},
+		{name: "no stream", header: without(stored(), jetstream.StreamHeader), data: "v", wantErr: jetstream.ErrInvalidJSAck},
+		{name: "no subject", header: without(stored(), jetstream.SubjectHeader), data: "v", wantErr: jetstream.ErrInvalidJSAck},
+		{name: "no time stamp", header: without(stored(), jetstream.TimeStampHeaer), data: "v", wantErr: jetstream.ErrInvalidJSAck},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -59,4 +64,10 @@ func TestReadEntry(t *testing.T) {
 			assert.Equal(t, tc.want, e)
 		})
 	}
+}
+
+// without is h less its header key.
+func without(h nats.Header, key string) nats.Header {
+	h.Del(key)
+	return h
 }

@@ -58,8 +58,9 @@ func (b *Bucket) Get(ctx context.Context, key string) (Entry, error) {
 	m, err := b.js.Conn().RequestWithContext(ctx, b.get+key, nil)
 	if errors.Is(err, nats.ErrNoResponders) {
 		// Nothing answers direct gets: a bucket made without them, or
-		// one whose stream is electing its leader. The bucket's Get knows
-		// the one and waits out the other.
+		// one whose stream is electing its leader. The bucket's Get reads
+		// the one through the stream's API and answers the other as the
+		// library does, with its own error.
 		return b.slowGet(ctx, key)
 	}
 	if err != nil {
@@ -83,7 +84,10 @@ func (b *Bucket) slowGet(ctx context.Context, key string) (Entry, error) {
 
 // readEntry reads a direct get's answer as the bucket's Get does;
 // jetstream.ErrKeyDeleted, with the marker's revision, for a deleted or
-// purged key.
+// purged key. An answer without the headers the server gives every stored
+// message (its stream, sequence, subject and time stamp) is refused, as
+// the library refuses it; the time stamp, which an Entry does not hold, is
+// not parsed.
 func readEntry(m *nats.Msg) (Entry, error) {
 	if len(m.Data) == 0 {
 		switch status := m.Header.Get("Status"); status {
@@ -99,8 +103,9 @@ func readEntry(m *nats.Msg) (Entry, error) {
 		}
 	}
 	rev, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-	if err != nil || m.Header.Get(jetstream.StreamHeader) == "" {
-		return Entry{}, fmt.Errorf("nats: direct get answered without its stream and sequence: %w", jetstream.ErrInvalidJSAck)
+	if err != nil || m.Header.Get(jetstream.StreamHeader) == "" ||
+		m.Header.Get(jetstream.SubjectHeader) == "" || m.Header.Get(jetstream.TimeStampHeaer) == "" {
+		return Entry{}, fmt.Errorf("nats: direct get answered without its stream, sequence, subject and time stamp: %w", jetstream.ErrInvalidJSAck)
 	}
 	e := Entry{Value: m.Data, Revision: rev}
 	if deleted(m.Header) {
@@ -136,7 +141,10 @@ func (b *Bucket) Create(ctx context.Context, key string, value []byte) (uint64, 
 	// The key has a last value: a value (the key exists) or a deleted
 	// key's marker. The bucket's Create tells which, and writes over a
 	// marker. Any other failure (a timeout, whose write may have been
-	// stored) is returned as it is, as the bucket's Create returns it.
+	// stored) is returned as it is. Here the bucket's Create would read
+	// the key and, finding a marker, write over it; returning the failure
+	// leaves that to the caller's retry, which then finds the key as the
+	// first write left it.
 	return b.kv.Create(ctx, key, value)
 }
 

@@ -85,13 +85,14 @@ func wait(ctx context.Context, d time.Duration) error {
 
 // decodeAck decodes an answer parseAck does not read (a refusal, or a
 // shape the server may write that Drover's streams do not make) as the
-// library does.
+// library does: into the library's own PubAck beside the response's type
+// and error, so a field of the wrong type fails it as it fails the
+// library's.
 func decodeAck(data []byte) (Ack, error) {
 	var r struct {
-		Error     *jetstream.APIError `json:"error"`
-		Stream    string              `json:"stream"`
-		Seq       uint64              `json:"seq"`
-		Duplicate bool                `json:"duplicate"`
+		Type  string              `json:"type"`
+		Error *jetstream.APIError `json:"error"`
+		*jetstream.PubAck
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		return Ack{}, jetstream.ErrInvalidJSAck
@@ -99,8 +100,8 @@ func decodeAck(data []byte) (Ack, error) {
 	if r.Error != nil {
 		return Ack{}, fmt.Errorf("nats: %w", r.Error)
 	}
-	if r.Stream == "" {
+	if r.PubAck == nil || r.Stream == "" {
 		return Ack{}, jetstream.ErrInvalidJSAck
 	}
-	return Ack{Seq: r.Seq, Duplicate: r.Duplicate}, nil
+	return Ack{Seq: r.Sequence, Duplicate: r.Duplicate}, nil
 }
