@@ -1,11 +1,13 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -249,6 +251,13 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	t.runnerEnded = start.Add(rr.dur)
 	if err == nil && !subjects.ValidJSON(res.Output) {
 		err = fmt.Errorf("%s: output is not valid JSON (%d bytes)", req.Role, len(res.Output))
+	}
+	if err == nil && !utf8.Valid(res.Output) {
+		// Valid JSON holds bytes that are not UTF-8 only inside its
+		// strings, where an agent's raw output may put them. The record is
+		// read forever, by consumers that require UTF-8: each such run of
+		// bytes is recorded as U+FFFD, as encoding a decoded string would.
+		res.Output = bytes.ToValidUTF8(res.Output, []byte("\uFFFD"))
 	}
 	p.d.Metrics.RoleDone(req.Role, p.ids[i], false, rr.dur, err)
 	if err != nil {
