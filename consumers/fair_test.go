@@ -59,7 +59,7 @@ func TestIdleQueueGivesItsSlotsToABusyOne(t *testing.T) {
 		ensure := func(ctx context.Context) (jetstream.Consumer, error) {
 			return broker.EnsureConsumer(ctx, js, names, queue, broker.ConsumerSettings{}, natstest.Quiet())
 		}
-		c := New(Config{Queue: queue, FetchWait: time.Minute, Watchdog: -1, Grace: time.Second}, ensure, pool, h, natstest.Quiet())
+		c := New(Config{Queue: queue, FetchWait: time.Minute, Watchdog: -1, Grace: time.Second, JetStream: js}, ensure, pool, h, natstest.Quiet())
 		wg.Go(func() { _ = c.Run(ctx) })
 	}
 	idle := &barrier{release: make(chan struct{})}

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/internal/redact"
 )
@@ -36,7 +34,7 @@ func (c *TaskConsumer) Stats() Stats {
 // handle runs one message and applies the handler's decision to it. A panic
 // in the handler is recovered: the message is retried with a nak, and once
 // its deliveries are spent the task is failed (see panicked).
-func (c *TaskConsumer) handle(workCtx context.Context, msg jetstream.Msg) {
+func (c *TaskConsumer) handle(workCtx context.Context, msg message) {
 	md, err := msg.Metadata()
 	if err != nil { // not a JetStream message: nothing to ack
 		c.log.Error("message without JetStream metadata", "err", err)
@@ -152,7 +150,7 @@ func (c *TaskConsumer) backoff(n uint64) time.Duration {
 }
 
 // heartbeat starts in-progress acks for msg at a third of ackWait.
-func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, msg jetstream.Msg, ackWait time.Duration) *beat {
+func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, msg message, ackWait time.Duration) *beat {
 	return startBeat(ctx, cancel, c.lost, ackWait, max(ackWait/3, time.Millisecond), time.Now, func() error {
 		if err := msg.InProgress(); err != nil {
 			c.log.Warn("heartbeat failed", "err", err)

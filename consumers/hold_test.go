@@ -39,7 +39,7 @@ func TestHoldStopsFetching(t *testing.T) {
 	}
 	h := &barrier{release: make(chan struct{})}
 	close(h.release)
-	c := New(Config{Queue: "q", FetchWait: 200 * time.Millisecond, Watchdog: -1, Grace: time.Second, Hold: hold, HoldPoll: 10 * time.Millisecond},
+	c := New(Config{Queue: "q", FetchWait: 200 * time.Millisecond, Watchdog: -1, Grace: time.Second, Hold: hold, HoldPoll: 10 * time.Millisecond, JetStream: js},
 		ensure, NewPool(2), h, natstest.Quiet())
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

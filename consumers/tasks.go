@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/backoff"
@@ -46,9 +47,9 @@ type Config struct {
 	// RetryBase is the nak delay after a handler panicked, doubled per
 	// delivery up to RetryMax (defaults 1s and 1m).
 	RetryBase, RetryMax time.Duration
-	// JetStream and Names are used to copy a request to the DLQ when its
-	// handling panicked through every delivery and the handler could not
-	// fail it (nil JetStream: the message is left unsettled and logged).
+	// JetStream is the connection the consumer pulls on (required), and
+	// with Names it copies a request to the DLQ when its handling
+	// panicked through every delivery and the handler could not fail it.
 	JetStream jetstream.JetStream
 	Names     subjects.Names
 	// Metrics receives the consumer's events (nil: none recorded).
@@ -193,6 +194,9 @@ func (c *TaskConsumer) follow(cc jetstream.ConsumerConfig) {
 // cancelled, which hands each task back with a nak at once. It returns when
 // every task it started has returned.
 func (c *TaskConsumer) Run(ctx context.Context) error {
+	if c.cfg.JetStream == nil {
+		return errors.New("consumers: no JetStream connection to pull on (Config.JetStream)")
+	}
 	cons, err := c.ensure(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -282,46 +286,81 @@ func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 // gets on its slot. It returns how many slots it used. When another queue
 // with work waits for slots it only takes what is there now; otherwise it
 // waits up to FetchWait, and gives up waiting as soon as such a queue
-// appears, so an idle queue never keeps slots from a busy one.
+// appears, so an idle queue never keeps slots from a busy one. Giving up
+// loses nothing: a message the server sent before it saw the pull end
+// still arrives, and runs on its reserved slot (or, when the consumer is
+// stopping, is handed back at once).
 func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 	cons := *c.cons.Load()
-	var (
-		batch jetstream.MessageBatch
-		err   error
-	)
-	if c.pool.p.Contended() {
-		batch, err = cons.FetchNoWait(n)
-	} else {
-		fctx, cancel := context.WithTimeout(ctx, c.cfg.FetchWait)
-		defer cancel()
-		want := c.pool.p.Wanted()
-		go func() {
-			select {
-			case <-want:
-				cancel()
-			case <-fctx.Done():
-			}
-		}()
-		batch, err = cons.Fetch(n, jetstream.FetchContext(fctx))
+	info := cons.CachedInfo()
+	if info == nil {
+		return 0, errors.New("consumers: the consumer's stream and name are unknown")
 	}
+	wait := c.cfg.FetchWait
+	if c.pool.p.Contended() {
+		wait = 0
+	}
+	p, err := startPull(c.cfg.JetStream.Conn(), nextSubject(c.cfg.JetStream, info.Stream, info.Name), n, wait)
 	if err != nil {
 		return 0, err
 	}
+	// The server ends the request before wait; this bounds a request whose
+	// end never comes (a lost connection), as the library's Fetch does, and
+	// then its drain.
+	guard := time.NewTimer(wait + time.Second)
+	defer guard.Stop()
+	want, stop := c.pool.p.Wanted(), ctx.Done()
 	got := 0
-	for msg := range batch.Messages() {
+	start := func(msg *nats.Msg) {
+		m := pulled{msg}
 		if ctx.Err() != nil || got == n {
 			// Stopping: hand it back at once rather than start it.
-			_ = msg.Nak()
+			_ = m.Nak()
 			c.cfg.Metrics.Settled(Nak.String())
-			continue
+			return
 		}
 		got++
 		c.stats.fetched.Add(1)
 		c.tasks.Add(1)
-		c.pool.p.Go(func() { defer c.tasks.Done(); c.handle(workCtx, msg) })
+		c.pool.p.Go(func() { defer c.tasks.Done(); c.handle(workCtx, m) })
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		return got, err
+	for {
+		select {
+		case msg := <-p.msgs:
+			start(msg)
+			continue
+		case <-p.ended:
+		case <-want:
+			want = nil
+			if p.stop() {
+				guard.Reset(drainWait)
+			}
+			continue
+		case <-stop:
+			stop = nil
+			if p.stop() {
+				guard.Reset(drainWait)
+			}
+			continue
+		case <-guard.C:
+			if p.stop() {
+				guard.Reset(drainWait)
+				continue
+			}
+			// Ended, its drain unfinished: the connection is gone, and
+			// nothing more will come.
+			p.abandon()
+		}
+		break
 	}
-	return got, nil
+	for { // what arrived before the subscription closed
+		select {
+		case msg := <-p.msgs:
+			start(msg)
+			continue
+		default:
+		}
+		break
+	}
+	return got, p.error()
 }
