@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/droverhq/drover/subjects"
 )
 
 // TestBoundError: error text bound for events and the Drover-Error header
@@ -31,4 +33,30 @@ func TestBoundError(t *testing.T) {
 			assert.Equal(t, tc.cut, strings.HasSuffix(got, "...(truncated)"))
 		})
 	}
+}
+
+// A commit's calls share one deadline, with time for every call it makes:
+// the state write, each event (the deferred ones and, on the write that
+// creates the state, task_accepted, added by the write), and the settling
+// of its cache writes.
+func TestCommitCalls(t *testing.T) {
+	t.Parallel()
+	deferred := []subjects.OutboxItem{{}}
+	for _, tc := range []struct {
+		name  string
+		run   taskRun
+		items int
+		want  int
+	}{
+		{"an update with three events", taskRun{rev: 4}, 3, 1 + 3 + 2},
+		{"the first write, its role's event", taskRun{}, 1, 1 + 1 + 1 + 2},
+		{"a fully cached task's one write", taskRun{deferred: deferred}, 3, 1 + 1 + 1 + 3 + 2},
+		{"no events", taskRun{rev: 9}, 0, 1 + 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tc.want, tc.run.commitCalls(tc.items))
+		})
+	}
+	assert.Equal(t, putSettleTimeout, 2*callTimeout, "the settling's share is two calls' time")
 }

@@ -26,7 +26,7 @@ var (
 // commit writes the task's next state by compare-and-set, with items as its
 // outbox, then publishes the items.
 func (p *Pipeline) commit(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items ...subjects.OutboxItem) error {
-	ctx, cancel := boundCalls(ctx, 1+len(items))
+	ctx, cancel := boundCalls(ctx, t.commitCalls(len(items)))
 	defer cancel()
 	if err := p.commitState(ctx, t, mutate, items); err != nil {
 		return err
@@ -39,7 +39,7 @@ func (p *Pipeline) commit(ctx context.Context, t *taskRun, mutate func(*subjects
 // for that (joinFlush), so the record keeps its order and a change is never
 // written over an outbox that is not out yet.
 func (p *Pipeline) commitAhead(ctx context.Context, t *taskRun, mutate func(*subjects.TaskState), items ...subjects.OutboxItem) error {
-	ctx, cancel := boundCalls(ctx, 1+len(items))
+	ctx, cancel := boundCalls(ctx, t.commitCalls(len(items)))
 	if err := p.commitState(ctx, t, mutate, items); err != nil {
 		cancel()
 		return err
@@ -51,6 +51,19 @@ func (p *Pipeline) commitAhead(ctx context.Context, t *taskRun, mutate func(*sub
 	}()
 	t.flushing = done
 	return nil
+}
+
+// commitCalls is how many calls' time a commit of items needs, one after
+// another: its state write; an event for each of the items, the deferred
+// ones and, for the write that creates the state, task_accepted, which the
+// write puts before them; and the cache writes it waits for in between
+// (putSettleTimeout, two calls' time).
+func (t *taskRun) commitCalls(items int) int {
+	n := 1 + items + len(t.deferred) + 2
+	if t.rev == 0 {
+		n++
+	}
+	return n
 }
 
 // callTimeout is the bound jetstream gives one call whose context has no
