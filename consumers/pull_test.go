@@ -16,6 +16,29 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
+// pullQueue is a server with queue "q"'s consumer, and the subject its
+// pull requests go to.
+type pullQueue struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	names   subjects.Names
+	ctx     context.Context
+	cons    jetstream.Consumer
+	subject string
+}
+
+func newPullQueue(t *testing.T) pullQueue {
+	t.Helper()
+	_, nc, js, _ := natstest.Provisioned(t, natstest.Sync(time.Second))
+	names := subjects.MustNames(subjects.DefaultPrefix)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cons, err := broker.EnsureConsumer(ctx, js, names, "q", broker.ConsumerSettings{}, natstest.Quiet())
+	require.NoError(t, err)
+	return pullQueue{nc: nc, js: js, names: names, ctx: ctx, cons: cons,
+		subject: nextSubject(js, cons.CachedInfo().Stream, cons.CachedInfo().Name)}
+}
+
 // A pull ended early still reads what reached its inbox before the server
 // saw it end: the subscription is drained, not dropped. A message
 // published to the inbox on the pull's own connection just before stop is
@@ -28,13 +51,8 @@ import (
 // queued before the unsubscribe and sends after it).
 func TestStoppedPullReadsWhatCameFirst(t *testing.T) {
 	t.Parallel()
-	_, nc, js, _ := natstest.Provisioned(t, natstest.Sync(time.Second))
-	names := subjects.MustNames(subjects.DefaultPrefix)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cons, err := broker.EnsureConsumer(ctx, js, names, "q", broker.ConsumerSettings{}, natstest.Quiet())
-	require.NoError(t, err)
-	subject := nextSubject(js, cons.CachedInfo().Stream, cons.CachedInfo().Name)
+	q := newPullQueue(t)
+	nc, ctx, subject := q.nc, q.ctx, q.subject
 	for i := range 10 {
 		p, err := startPull(nc, subject, 2, time.Minute)
 		require.NoError(t, err)
@@ -56,13 +74,8 @@ func TestStoppedPullReadsWhatCameFirst(t *testing.T) {
 // wait given).
 func TestPullEndsWithTheServer(t *testing.T) {
 	t.Parallel()
-	_, nc, js, _ := natstest.Provisioned(t, natstest.Sync(time.Second))
-	names := subjects.MustNames(subjects.DefaultPrefix)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cons, err := broker.EnsureConsumer(ctx, js, names, "q", broker.ConsumerSettings{}, natstest.Quiet())
-	require.NoError(t, err)
-	subject := nextSubject(js, cons.CachedInfo().Stream, cons.CachedInfo().Name)
+	q := newPullQueue(t)
+	nc, js, names, ctx, cons, subject := q.nc, q.js, q.names, q.ctx, q.cons, q.subject
 	for i := range 3 {
 		_, err := js.Publish(ctx, names.TaskSubject("q"), fmt.Appendf(nil, `{"i":%d}`, i))
 		require.NoError(t, err)
