@@ -282,11 +282,14 @@ const bodyPrefix = `{"event_id":"`
 
 // checkBody compares the body's event_id with the Nats-Msg-Id and reads the
 // action of the events whose action matters. A body that starts with the
-// event ID, as Drover writes it, is not decoded unless its action matters.
+// event ID, as Drover writes it, is not decoded unless its action matters:
+// only an ID that JSON writes as it is (the bytes of Drover's tokens and
+// their separators), since the bytes of an escape (a foreign writer's "\n")
+// would match while the decoded ID differs.
 func (c *checker) checkBody(e *event) {
 	needAction := e.typ == tJudge || e.typ == tFailed || e.typ == tRejected || e.typ == tReviewDecided
 	d := e.data
-	if !needAction && len(d) > len(bodyPrefix)+len(e.id) && string(d[:len(bodyPrefix)]) == bodyPrefix &&
+	if !needAction && verbatimInJSON(e.id) && len(d) > len(bodyPrefix)+len(e.id) && string(d[:len(bodyPrefix)]) == bodyPrefix &&
 		string(d[len(bodyPrefix):len(bodyPrefix)+len(e.id)]) == e.id && d[len(bodyPrefix)+len(e.id)] == '"' {
 		return
 	}
@@ -303,6 +306,20 @@ func (c *checker) checkBody(e *event) {
 		c.violate(e, RuleEventIDBody, "body event_id %q differs from %s", body.EventID, subjects.HeaderMsgID)
 	}
 	e.action, e.stamp = body.Action, body.Timestamp
+}
+
+// verbatimInJSON reports whether JSON writes s as it is, and so reads back
+// the same string from its bytes: only the bytes of event IDs as Drover
+// writes them (its tokens' [A-Za-z0-9_-], the '=' of their escapes, the '/'
+// between them).
+func verbatimInJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '=' || c == '/') {
+			return false
+		}
+	}
+	return true
 }
 
 // earliest is the earlier of the event's stored time and its body's

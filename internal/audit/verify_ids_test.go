@@ -2,9 +2,11 @@ package audit_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -137,4 +139,30 @@ func TestVerifyWorkflow(t *testing.T) {
 
 	_, err := audit.Verify(context.Background(), js, rdNames, audit.VerifyOptions{Workflow: "a b"})
 	require.ErrorContains(t, err, "workflow")
+}
+
+// A foreign writer's event whose body's event_id has the header's bytes
+// but decodes to another ID (an escape: the header's `w\n` is a backslash
+// and an n, the body's a newline) is decoded and reported.
+func TestVerifyEventIDBodyEscaped(t *testing.T) {
+	t.Parallel()
+	js := vfProvision(t)
+	const wf = `w\n`
+	ev := rdEvent("w\n", "T1", 1, vfSys, subjects.EventTaskAccepted, 0, time.Now())
+	ev.EventID = "w\n/T1/1/system/task_accepted"
+	body, err := json.Marshal(ev)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `{"event_id":"`+wf+`/T1/1/system/task_accepted"`, "the body's bytes are the header's")
+	msg := nats.NewMsg("drover.audit." + wf + ".T1.system.task_accepted")
+	msg.Header.Set(subjects.HeaderMsgID, wf+"/T1/1/system/task_accepted")
+	msg.Data = body
+	_, err = js.PublishMsg(context.Background(), msg)
+	require.NoError(t, err)
+
+	rep := vfVerify(t, js, audit.VerifyOptions{})
+	rules := make([]string, 0, len(rep.Violations))
+	for _, v := range rep.Violations {
+		rules = append(rules, v.Rule)
+	}
+	require.Contains(t, rules, audit.RuleEventIDBody, "violations: %v", rep.Violations)
 }
