@@ -256,7 +256,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		// Valid JSON holds bytes that are not UTF-8 only inside its
 		// strings, where an agent's raw output may put them. The record is
 		// read forever, by consumers that require UTF-8: each such run of
-		// bytes is recorded as U+FFFD, as encoding a decoded string would.
+		// bytes is recorded as one U+FFFD.
 		res.Output = bytes.ToValidUTF8(res.Output, []byte("\uFFFD"))
 	}
 	p.d.Metrics.RoleDone(req.Role, p.ids[i], false, rr.dur, err)
