@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/droverhq/drover/internal/jsapi"
 )
 
 // pull is one pull request for up to n messages of a consumer, read as
@@ -36,15 +38,7 @@ type pull struct {
 
 // nextSubject is the subject a consumer's pull requests go to.
 func nextSubject(js jetstream.JetStream, stream, consumer string) string {
-	o := js.Options()
-	prefix := jetstream.DefaultAPIPrefix
-	switch {
-	case o.Domain != "":
-		prefix = "$JS." + o.Domain + ".API."
-	case o.APIPrefix != "":
-		prefix = strings.TrimSuffix(o.APIPrefix, ".") + "."
-	}
-	return prefix + "CONSUMER.MSG.NEXT." + stream + "." + consumer
+	return jsapi.APIPrefix(js) + "CONSUMER.MSG.NEXT." + stream + "." + consumer
 }
 
 // pullRequest is a pull request's body, as the library writes it.

@@ -324,6 +324,15 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		c.tasks.Add(1)
 		c.pool.p.Go(func() { defer c.tasks.Done(); c.handle(workCtx, m) })
 	}
+	// end ends the pull early and gives its drain drainWait; false: it had
+	// ended already.
+	end := func() bool {
+		if !p.stop() {
+			return false
+		}
+		guard.Reset(drainWait)
+		return true
+	}
 	for {
 		select {
 		case msg := <-p.msgs:
@@ -332,19 +341,14 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		case <-p.ended:
 		case <-want:
 			want = nil
-			if p.stop() {
-				guard.Reset(drainWait)
-			}
+			end()
 			continue
 		case <-stop:
 			stop = nil
-			if p.stop() {
-				guard.Reset(drainWait)
-			}
+			end()
 			continue
 		case <-guard.C:
-			if p.stop() {
-				guard.Reset(drainWait)
+			if end() {
 				continue
 			}
 			// Ended, its drain unfinished: the connection is gone, and

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
@@ -131,7 +132,7 @@ func (a *Admin) purge(ctx context.Context, filter string) (uint64, error) {
 	if filter != "" {
 		what += " " + filter
 	}
-	msg, err := a.js.Conn().RequestWithContext(ctx, a.apiPrefix()+"STREAM.PURGE."+a.streamName(), body)
+	msg, err := a.js.Conn().RequestWithContext(ctx, jsapi.APIPrefix(a.js)+"STREAM.PURGE."+a.streamName(), body)
 	if err != nil {
 		return 0, fmt.Errorf("cache: purge %s: %w", what, err)
 	}
@@ -149,16 +150,4 @@ func (a *Admin) purge(ctx context.Context, filter string) (uint64, error) {
 		return 0, fmt.Errorf("cache: purge %s: %w", what, resp.Error)
 	}
 	return resp.Purged, nil
-}
-
-// apiPrefix is the JetStream API prefix of the client, with its trailing dot.
-func (a *Admin) apiPrefix() string {
-	o := a.js.Options()
-	switch {
-	case o.Domain != "":
-		return "$JS." + o.Domain + ".API."
-	case o.APIPrefix != "":
-		return strings.TrimSuffix(o.APIPrefix, ".") + "."
-	}
-	return jetstream.DefaultAPIPrefix
 }

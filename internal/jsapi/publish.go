@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -60,6 +61,19 @@ func Publish(ctx context.Context, js jetstream.JetStream, msg *nats.Msg) (Ack, e
 		return a, nil
 	}
 	return decodeAck(resp.Data)
+}
+
+// APIPrefix is the prefix of js's JetStream API subjects, with its
+// trailing dot: its domain's, its own API prefix, or the default.
+func APIPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
 }
 
 // bounded is ctx, bounded by js's default timeout when it has no deadline
