@@ -1,0 +1,20 @@
+package sandbox
+
+// Paths are the places a sandboxed process sees besides the system's
+// read-only directories: its working directory, the other places it may
+// write, the places it may only read, and its private HOME. Every path is
+// absolute. A path the process is not given is not visible to it.
+type Paths struct {
+	// Work is the working directory, writable: a task's worktree, or a
+	// scratch directory for a role without a workspace.
+	Work string
+	// Writable are further writable places: the worktree's own git admin
+	// directory and the object store its commits are written to.
+	Writable []string
+	// ReadOnly are visible but not writable: the mirror, whose refs,
+	// config and packed refs git inside the worktree reads.
+	ReadOnly []string
+	// Home is the private HOME (and XDG directories), writable; made when
+	// missing. Empty: a fresh one that lives as long as the process.
+	Home string
+}
