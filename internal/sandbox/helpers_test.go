@@ -1,0 +1,43 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// secretName is a variable of the test process that no contained
+// process may read.
+const secretName = "DROVER_SANDBOX_TEST_SECRET"
+
+func TestMain(m *testing.M) {
+	os.Setenv(secretName, "s3cret-value")
+	os.Exit(m.Run())
+}
+
+// requireBwrap skips t when bwrap is not installed, unless CI is set: in
+// CI a missing bwrap fails the test.
+func requireBwrap(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("bwrap not found and CI is set: install bubblewrap: %v", err)
+		}
+		t.Skip("bwrap not found: install bubblewrap to run the sandbox tests (they fail under CI)")
+	}
+}
+
+// tempDir is a temporary directory without symbolic links in its path.
+func tempDir(t testing.TB) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	return d
+}
+
+// testTimeout bounds every contained process of the tests.
+const testTimeout = 30 * time.Second
