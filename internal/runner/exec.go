@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/droverhq/drover/internal/prompt"
+	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -81,6 +83,15 @@ type ExecConfig struct {
 	// MaxStderrBytes is how much of the end of stderr is kept for the
 	// error (default 8 KiB).
 	MaxStderrBytes int
+	// Sandbox contains the child (nil: it runs uncontained, as a plain
+	// process; the worker always sets one). Under it the child sees the
+	// request's Workspace.Sandbox paths (or, without a workspace, a
+	// temporary working directory removed after the run), a private HOME
+	// (Inherit's HOME and TMPDIR are replaced), and Dir read-only.
+	Sandbox *sandbox.Sandbox
+	// NoNetwork cuts the child's network (config: network: false); it
+	// needs a bubblewrap Sandbox. Default false: the network is shared.
+	NoNetwork bool
 }
 
 // withDefaults fills in the zero fields.
@@ -127,6 +138,12 @@ func (c ExecConfig) validate() error {
 	}
 	if c.PromptEnv != NoPromptEnv && !validEnvName(c.PromptEnv) {
 		return fmt.Errorf("prompt_env: %q is not a valid variable name", c.PromptEnv)
+	}
+	if c.NoNetwork && (c.Sandbox == nil || c.Sandbox.None()) {
+		return fmt.Errorf("network: false needs the bubblewrap sandbox (sandbox.mode: %s)", sandbox.ModeBubblewrap)
+	}
+	if c.Sandbox != nil && c.Dir != "" && (!filepath.IsAbs(c.Dir) || filepath.Clean(c.Dir) != c.Dir) {
+		return fmt.Errorf("dir: %q must be a clean absolute path under the sandbox", c.Dir)
 	}
 	return nil
 }
@@ -177,8 +194,10 @@ func NewExec(role subjects.Role, cfg ExecConfig, prompts *prompt.Set) (*Exec, er
 func (e *Exec) UsesLessons() bool { return true }
 
 // Identity implements Runner: "exec/v1:" and a sha256 over the role, argv,
-// dir, Env's names and values, Inherit's names, the prompt settings and
-// the role's template hash. Limits are left out: they change no output.
+// dir, Env's names and values, Inherit's names, the prompt settings,
+// whether the network is cut and the role's template hash. Limits and the
+// sandbox are left out: they change what the child may do, not what a
+// child that succeeds answers.
 func (e *Exec) Identity() string { return e.id }
 
 func (e *Exec) fingerprint() string {
@@ -191,7 +210,8 @@ func (e *Exec) fingerprint() string {
 		PromptEnv  string            `json:"prompt_env"`
 		PromptFile bool              `json:"prompt_file"`
 		Template   string            `json:"template"`
-	}{e.role, e.cfg.Argv, e.cfg.Dir, e.cfg.Env, e.cfg.Inherit, e.cfg.PromptEnv, e.cfg.PromptFile, e.prompts.Hash(e.role)})
+		NoNetwork  bool              `json:"no_network,omitempty"` // omitted when false: identities stay as they were
+	}{e.role, e.cfg.Argv, e.cfg.Dir, e.cfg.Env, e.cfg.Inherit, e.cfg.PromptEnv, e.cfg.PromptFile, e.prompts.Hash(e.role), e.cfg.NoNetwork})
 	return identityHash("exec", b, err)
 }
 

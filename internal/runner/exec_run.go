@@ -52,11 +52,25 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 			dir = w.Dir // the task's worktree, unless the config names a dir
 		}
 	}
+	var box *boxPaths
+	if e.cfg.Sandbox != nil {
+		if box, err = e.boxPaths(req.Workspace); err != nil {
+			return Result{}, fmt.Errorf("exec %s: sandbox: %w", name, err)
+		}
+		defer box.cleanup()
+	}
 	path, err := e.resolve(vars)
+	if err == nil && box != nil && !e.cfg.Sandbox.Visible(box.spec, path) {
+		err = fmt.Errorf("%s is not visible in the sandbox: add its directory to sandbox.read_only", path)
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: exec %s: %v", ErrPermanent, name, err)
 	}
-	env, cleanup, err := e.promptEnv(vars, text)
+	promptDir := ""
+	if box != nil {
+		promptDir = box.spec.Paths.Home // visible inside, private to the run
+	}
+	env, cleanup, err := e.promptEnv(vars, text, promptDir)
 	if err != nil {
 		return Result{}, fmt.Errorf("exec %s: %w", name, err)
 	}
@@ -66,9 +80,18 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	defer cancel(nil)
 	stdout := &limitWriter{max: e.cfg.MaxOutputBytes, over: func() { cancel(errStdoutLimit) }}
 	stderr := &tailWriter{max: e.cfg.MaxStderrBytes}
-	cmd := exec.CommandContext(runCtx, path, e.cfg.Argv[1:]...)
-	cmd.Args[0] = name
-	cmd.Dir, cmd.Env = dir, env
+	var cmd *exec.Cmd
+	if box == nil {
+		cmd = exec.CommandContext(runCtx, path, e.cfg.Argv[1:]...)
+		cmd.Args[0] = name
+		cmd.Dir, cmd.Env = dir, env
+	} else {
+		box.spec.Env = env
+		cmd, err = e.cfg.Sandbox.Command(runCtx, box.spec, append([]string{path}, e.cfg.Argv[1:]...))
+		if err != nil {
+			return Result{}, fmt.Errorf("exec %s: %w", name, err)
+		}
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), stdout, stderr
 	cmd.WaitDelay = e.waitDelay
 	ownGroup(cmd)
@@ -122,16 +145,17 @@ func (e *Exec) baseEnv() map[string]string {
 	return env
 }
 
-// promptEnv adds the prompt variable and file to env and returns it as a
-// list, with a cleanup that removes the file.
-func (e *Exec) promptEnv(env map[string]string, text string) ([]string, func(), error) {
+// promptEnv adds the prompt variable and file (made in dir; "": the
+// temporary directory) to env and returns it as a list, with a cleanup
+// that removes the file.
+func (e *Exec) promptEnv(env map[string]string, text, dir string) ([]string, func(), error) {
 	cleanup := func() {}
 	toEnv := e.cfg.PromptEnv != NoPromptEnv && len(text) <= maxPromptEnvBytes
 	if toEnv {
 		env[e.cfg.PromptEnv] = text
 	}
 	if e.cfg.PromptFile || (e.cfg.PromptEnv != NoPromptEnv && !toEnv) {
-		f, err := os.CreateTemp("", "drover-prompt-*.txt")
+		f, err := os.CreateTemp(dir, "drover-prompt-*.txt")
 		if err != nil {
 			return nil, cleanup, fmt.Errorf("prompt file: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -80,6 +81,10 @@ type Workspace struct {
 	Patch     string
 	PatchNote string
 	Empty     bool
+	// Sandbox are the paths an exec runner's contained child sees: the
+	// worktree, its git admin directory, the mirror, its private HOME
+	// (workspace.Workspace.SandboxPaths). Empty: the worktree alone.
+	Sandbox sandbox.Paths
 }
 
 // Result is a role's successful result.

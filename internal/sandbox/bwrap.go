@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -15,9 +16,17 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 // with its parent (the worker), has its own session (no terminal
 // injection), PID, IPC, UTS and cgroup namespaces, and no capabilities
 // (as root bwrap would keep them). bwrap sets no_new_privs itself.
+//
+// The command is PID 1 of its namespace (--as-pid-1): when it exits the
+// kernel kills every process left in the namespace before bwrap's wait
+// for it returns, so the command's Wait returns only when nothing it
+// started is alive. (With bwrap's own init as PID 1, bwrap exits as soon
+// as the command does, and what it left behind dies a moment later.) The
+// price: orphans of the command are its children, and signals it has no
+// handler for are ignored (SIGKILL from outside still works).
 var baseFlags = []string{
 	"--die-with-parent", "--new-session",
-	"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+	"--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 	"--cap-drop", "ALL",
 }
 
@@ -131,4 +140,33 @@ func (s *Sandbox) args(spec Spec) []string {
 		a = append(a, "--dir", freshHome)
 	}
 	return append(a, "--chdir", spec.dir())
+}
+
+// Visible reports whether p (absolute, clean) lies in a path a process
+// contained by spec sees: a system directory (through its link, for /bin
+// and the like), the config's ReadOnly or one of spec's paths. With
+// ModeNone every path is visible. Masks are not considered.
+func (s *Sandbox) Visible(spec Spec, p string) bool {
+	if s.None() {
+		return true
+	}
+	roots := append([]string(nil), s.cfg.ReadOnly...)
+	for _, d := range systemDirs {
+		if target, err := os.Readlink(d); err == nil {
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(d), target)
+			}
+			roots = append(roots, d, target)
+		} else {
+			roots = append(roots, d)
+		}
+	}
+	sp := spec.Paths
+	roots = append(append(append(roots, sp.ReadOnly...), sp.Writable...), sp.Work, sp.Home)
+	for _, r := range roots {
+		if r != "" && below(p, r) {
+			return true
+		}
+	}
+	return false
 }

@@ -41,3 +41,15 @@ func tempDir(t testing.TB) string {
 
 // testTimeout bounds every contained process of the tests.
 const testTimeout = 30 * time.Second
+
+// secretHolder starts a process whose environment holds the secret, as
+// the worker's does (the test's own /proc environ shows only what it
+// started with), and returns its PID; it is killed at cleanup.
+func secretHolder(t testing.TB) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	cmd.Env = []string{secretName + "=s3cret-value"}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd.Process.Pid
+}

@@ -131,6 +131,7 @@ func TestContained(t *testing.T) {
 	cfgFile := filepath.Join(ro, "drover.yaml")
 	require.NoError(t, os.WriteFile(cfgFile, []byte("token: x"), 0o644))
 	home := filepath.Join(root, "home")
+	worker := secretHolder(t)
 
 	s, err := New(Config{Hide: []string{data, cfgFile}})
 	require.NoError(t, err)
@@ -144,8 +145,8 @@ func TestContained(t *testing.T) {
 		{"cwd is the real path", `pwd -P`, work},
 		{"env is built", `env | grep -v ^PWD= | sort | tr '\n' ' '`, "DROVER_ROLE=implementer HOME=" + home + " PATH=/usr/bin:/bin TMPDIR=/tmp " +
 			"XDG_CACHE_HOME=" + home + "/.cache XDG_CONFIG_HOME=" + home + "/.config XDG_DATA_HOME=" + home + "/.local/share XDG_STATE_HOME=" + home + "/.local/state"},
-		{"own pid namespace", `echo $$`, "2"},
-		{"worker's environment unread", fmt.Sprintf(`{ env; cat /proc/1/environ /proc/%d/environ /proc/*/environ 2>/dev/null; } | tr '\0' '\n' | grep -c s3cret || true`, os.Getpid()), "0"},
+		{"own pid namespace", `echo $$`, "1"},
+		{"worker's environment unread", fmt.Sprintf(`{ env; cat /proc/1/environ /proc/%d/environ /proc/%d/environ /proc/*/environ 2>/dev/null; } | tr '\0' '\n' | grep -c s3cret || true`, os.Getpid(), worker), "0"},
 		{"worker's /proc absent", fmt.Sprintf(`[ -e /proc/%d ] && echo visible; true`, os.Getpid()), ""},
 		{"machine not visible", `for d in /root /work /home /var /srv /mnt; do [ -e $d ] && echo $d; done; true`, ""},
 		{"home writable", `echo hi > "$HOME/f" && cat "$HOME/f"`, "hi"},
@@ -282,4 +283,23 @@ func TestCheck(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.ErrorContains(t, err, "No permissions to create new namespace")
 	require.False(t, errors.Is(err, context.DeadlineExceeded))
+}
+
+func TestVisible(t *testing.T) {
+	t.Parallel()
+	s, err := New(Config{ReadOnly: []string{"/srv/tools"}})
+	require.NoError(t, err)
+	spec := Spec{Paths: Paths{Work: "/data/wt/w1", ReadOnly: []string{"/data/mirror.git"}, Home: "/data/homes/w1"}}
+	for p, want := range map[string]bool{
+		"/usr/bin/git": true, "/srv/tools/agent": true, "/data/wt/w1/run.sh": true, "/data/homes/w1/bin/x": true,
+		"/data/mirror.git/hooks/x": true, "/root/go/bin/agent": false, "/data/wt/w2/x": false, "/data/wt/w1x": false,
+	} {
+		require.Equal(t, want, s.Visible(spec, p), p)
+	}
+	if fi, err := os.Lstat("/bin"); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		require.True(t, s.Visible(spec, "/bin/sh"))
+	}
+	none, err := New(Config{Mode: ModeNone})
+	require.NoError(t, err)
+	require.True(t, none.Visible(spec, "/root/go/bin/agent"))
 }

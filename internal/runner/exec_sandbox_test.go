@@ -1,0 +1,212 @@
+//go:build linux
+
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/sandbox"
+	"github.com/droverhq/drover/subjects"
+)
+
+// requireBwrap skips t when bwrap is not installed, unless CI is set: in
+// CI a missing bwrap fails the test.
+func requireBwrap(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("bwrap not found and CI is set: install bubblewrap: %v", err)
+		}
+		t.Skip("bwrap not found: install bubblewrap to run the sandbox tests (they fail under CI)")
+	}
+}
+
+func newSandbox(t testing.TB, cfg sandbox.Config) *sandbox.Sandbox {
+	t.Helper()
+	s, err := sandbox.New(cfg)
+	require.NoError(t, err)
+	return s
+}
+
+// runAgent runs script as a sandboxed planner (plain text output) and
+// returns its output trimmed.
+func runAgent(t *testing.T, cfg ExecConfig, script string, ws *Workspace) (string, error) {
+	t.Helper()
+	cfg.Argv = []string{"sh", "-c", script}
+	e, err := NewExec(subjects.RolePlanner, cfg, nil)
+	require.NoError(t, err)
+	req := simReq(t, subjects.RolePlanner, "")
+	req.Workspace = ws
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := e.Run(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	var out struct{ Plan string }
+	require.NoError(t, json.Unmarshal(res.Output, &out))
+	return strings.TrimSpace(out.Plan), nil
+}
+
+// A hostile agent reads none of the worker's environment, through its own
+// variables or any /proc; without the sandbox the same agent reads it
+// (so the check can fail).
+func TestExecSandboxHidesTheWorkersEnvironment(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel()
+	// os.Setenv, not t.Setenv: the test is parallel and the name is its own.
+	require.NoError(t, os.Setenv("DROVER_TEST_SANDBOX_SECRET", "hunter2-sandbox"))
+	// A process of the worker's with the secret in its environment (the
+	// test's own /proc environ shows only what it started with).
+	holder := exec.Command("sleep", "300")
+	holder.Env = []string{"DROVER_TEST_SANDBOX_SECRET=hunter2-sandbox"}
+	require.NoError(t, holder.Start())
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	steal := fmt.Sprintf(`{ env; cat /proc/1/environ /proc/%d/environ /proc/%d/environ /proc/*/environ; } 2>/dev/null | tr '\0' '\n' | grep -c hunter2-sandbox | sed s/^/count=/`, os.Getpid(), holder.Process.Pid)
+	got, err := runAgent(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{}), Inherit: []string{"PATH", "HOME"}}, steal, nil)
+	require.NoError(t, err)
+	require.Equal(t, "count=0", got, "the secret was read")
+
+	got, err = runAgent(t, ExecConfig{Dir: t.TempDir()}, steal, nil)
+	require.NoError(t, err)
+	require.NotEqual(t, "count=0", got, "uncontained, the agent reads the worker's /proc")
+}
+
+// The contained child: no new privileges, its own PID namespace, a
+// private writable HOME replacing the inherited one, TMPDIR, the prompt
+// file visible, and a temporary working directory removed after the run.
+func TestExecSandboxedChild(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel()
+	script := `grep NoNewPrivs /proc/self/status | tr -d '\t '
+echo $$
+echo hi > "$HOME/f" && cat "$HOME/f"
+echo "$HOME"
+echo "$TMPDIR"
+pwd -P
+cat "$DROVER_PROMPT_FILE" | head -c 0; [ -r "$DROVER_PROMPT_FILE" ] && echo prompt-readable
+echo "$DROVER_ROLE"`
+	got, err := runAgent(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{}), PromptFile: true}, script, nil)
+	require.NoError(t, err)
+	lines := strings.Split(got, "\n")
+	require.Len(t, lines, 8, got)
+	require.Equal(t, "NoNewPrivs:1", lines[0])
+	require.Equal(t, "1", lines[1], "the agent is PID 1 of its own namespace")
+	require.Equal(t, "hi", lines[2])
+	require.NotEqual(t, os.Getenv("HOME"), lines[3], "HOME is private")
+	require.Equal(t, "/tmp", lines[4])
+	require.Equal(t, "prompt-readable", lines[6])
+	require.Equal(t, "planner", lines[7])
+	require.NoDirExists(t, lines[5], "the temporary working directory is removed")
+	require.NoDirExists(t, lines[3], "the temporary HOME is removed")
+}
+
+// A process the agent leaves running in the background dies with its
+// role: none is left when Run returns.
+func TestExecSandboxKillsLeftovers(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel()
+	mark := strconv.Itoa(int(time.Now().UnixNano()%1e6)) + ".5"
+	work := t.TempDir()
+	script := `sleep 1000` + mark + ` >/dev/null 2>&1 & echo $! > pid; setsid sleep 1000` + mark + ` >/dev/null 2>&1 & echo done`
+	got, err := runAgent(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{})}, script, &Workspace{Dir: work})
+	require.NoError(t, err)
+	require.Equal(t, "done", got)
+	require.FileExists(t, filepath.Join(work, "pid"))
+	require.Empty(t, procsWith(t, "1000"+mark), "a background process outlived its role")
+}
+
+// procsWith lists the PIDs whose command line holds arg.
+func procsWith(t *testing.T, arg string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), arg) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// network: false cuts the network: a listener on loopback the test opened
+// is reached with the network on and not with it off.
+func TestExecSandboxNetwork(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	script := fmt.Sprintf(`bash -c 'echo > /dev/tcp/127.0.0.1/%d' 2>/dev/null && echo connected || echo refused`, ln.Addr().(*net.TCPAddr).Port)
+	for _, tc := range []struct {
+		noNetwork bool
+		want      string
+	}{{false, "connected"}, {true, "refused"}} {
+		got, err := runAgent(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{}), NoNetwork: tc.noNetwork}, script, nil)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "network: %v", !tc.noNetwork)
+	}
+}
+
+func TestExecSandboxConfigErrors(t *testing.T) {
+	t.Parallel()
+	_, err := NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"true"}, NoNetwork: true}, nil)
+	require.ErrorContains(t, err, "network: false needs the bubblewrap sandbox")
+	_, err = NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"true"}, NoNetwork: true, Sandbox: newSandbox(t, sandbox.Config{Mode: sandbox.ModeNone})}, nil)
+	require.ErrorContains(t, err, "network: false needs the bubblewrap sandbox")
+
+	// A program the sandbox does not show is a permanent error naming it.
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "agent")
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\necho hi\n"), 0o755))
+	e, err := NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{prog}, Sandbox: newSandbox(t, sandbox.Config{})}, nil)
+	require.NoError(t, err)
+	_, err = e.Run(context.Background(), simReq(t, subjects.RolePlanner, ""))
+	require.ErrorIs(t, err, ErrPermanent)
+	require.ErrorContains(t, err, prog+" is not visible in the sandbox")
+}
+
+// With a configured dir the agent runs there, read-only, and finds the
+// worktree in DROVER_WORKSPACE.
+func TestExecSandboxConfiguredDir(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel()
+	own, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(own, "agent.sh"), []byte("pwd -P; touch x 2>/dev/null && echo wrote; touch \"$DROVER_WORKSPACE/y\" && echo ws-ok\n"), 0o755))
+	wt, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	e, err := NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"./agent.sh"}, Dir: own, Sandbox: newSandbox(t, sandbox.Config{})}, nil)
+	require.NoError(t, err)
+	req := simReq(t, subjects.RolePlanner, "")
+	req.Workspace = &Workspace{Dir: wt}
+	res, err := e.Run(context.Background(), req)
+	require.NoError(t, err)
+	var out struct{ Plan string }
+	require.NoError(t, json.Unmarshal(res.Output, &out))
+	require.Equal(t, own+"\nws-ok", strings.TrimSpace(out.Plan))
+	require.FileExists(t, filepath.Join(wt, "y"))
+}
