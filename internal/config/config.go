@@ -202,6 +202,10 @@ type Exec struct {
 	// MaxStderrBytes is how much of the end of stderr is kept for the
 	// audit event's error field. Zero means 8 KiB.
 	MaxStderrBytes int `yaml:"max_stderr_bytes"`
+	// Network, when false, cuts the child's network (it needs the
+	// bubblewrap sandbox). Absent or true: the network is shared, so
+	// agents reach their model APIs.
+	Network *bool `yaml:"network"`
 	// ExecSecrets holds secret_env (see runners.go).
 	ExecSecrets `yaml:",inline"`
 }

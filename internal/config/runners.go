@@ -240,6 +240,7 @@ func (e *Exec) runnerConfig() runner.ExecConfig {
 		Argv: e.Argv, Dir: e.Dir, Env: e.Env, Inherit: e.Inherit,
 		PromptEnv: e.PromptEnv, PromptFile: e.PromptFile,
 		MaxOutputBytes: e.MaxOutputBytes, MaxStderrBytes: e.MaxStderrBytes,
+		NoNetwork: e.Network != nil && !*e.Network,
 	}
 }
 

@@ -46,6 +46,24 @@ func TestConfigRunnerSafetyKeys(t *testing.T) {
 	}
 }
 
+// network: false on an exec runner cuts its network; absent or true
+// shares it.
+func TestConfigExecNetwork(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		doc  string
+		want bool
+	}{
+		{"{argv: [x]}", false},
+		{"{argv: [x], network: true}", false},
+		{"{argv: [x], network: false}", true},
+	} {
+		f, err := Parse([]byte(simRest("roles:\n  implementer: {runner: exec, exec: " + tc.doc + "}\n")))
+		require.NoError(t, err, tc.doc)
+		require.Equal(t, tc.want, f.Roles.For(subjects.RoleImplementer).Exec.runnerConfig().NoNetwork, tc.doc)
+	}
+}
+
 // TestConfigSecrets sets environment variables, so it does not run in
 // parallel.
 func TestConfigSecrets(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -272,7 +273,7 @@ func (t *taskRun) implementerWorkspace(req *runner.Request) {
 	if last, ok := pin.Last(); ok && last.Attempt < req.Attempt {
 		req.WorkspacePatch = last.PatchSHA256
 	}
-	req.Workspace = &runner.Workspace{Dir: t.ws.Dir(), Branch: t.ws.Branch(), Base: t.ws.Base()}
+	req.Workspace = &runner.Workspace{Dir: t.ws.Dir(), Branch: t.ws.Branch(), Base: t.ws.Base(), Sandbox: sandboxPaths(t.ws)}
 	if t.change != nil {
 		req.Workspace.Head = t.change.Head
 	}
@@ -290,7 +291,17 @@ func (t *taskRun) judgeWorkspace(req *runner.Request) {
 	patch, _ := ch.PatchData()
 	shown, note := boundPatch(patch, judgePatchBytes)
 	req.Workspace = &runner.Workspace{Dir: t.ws.Dir(), Branch: t.ws.Branch(), Base: ch.Base, Head: ch.Head,
-		Stat: diffStat(ch.Files), Patch: shown, PatchNote: note, Empty: ch.Empty}
+		Stat: diffStat(ch.Files), Patch: shown, PatchNote: note, Empty: ch.Empty, Sandbox: sandboxPaths(t.ws)}
+}
+
+// sandboxPaths are what a contained role sees of ws, when its adapter
+// tells (the worker's does); otherwise none, and the runner shows the
+// worktree alone.
+func sandboxPaths(ws Workspace) sandbox.Paths {
+	if s, ok := ws.(interface{ SandboxPaths() sandbox.Paths }); ok {
+		return s.SandboxPaths()
+	}
+	return sandbox.Paths{}
 }
 
 // diffStat renders a change's files as a diff stat, one line a file.

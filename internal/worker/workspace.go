@@ -8,6 +8,7 @@ import (
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
 )
@@ -112,6 +113,9 @@ type openWorkspace struct {
 func (o *openWorkspace) Dir() string    { return o.w.Dir() }
 func (o *openWorkspace) Branch() string { return o.w.Branch() }
 func (o *openWorkspace) Base() string   { return o.w.Base() }
+
+// SandboxPaths are what a contained role sees (pipeline's sandboxPaths).
+func (o *openWorkspace) SandboxPaths() sandbox.Paths { return o.w.SandboxPaths() }
 
 func (o *openWorkspace) Head(ctx context.Context) (string, error) {
 	h, err := o.w.Head(ctx)
