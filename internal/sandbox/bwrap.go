@@ -139,7 +139,9 @@ func (s *Sandbox) args(spec Spec) []string {
 	if p.Home == "" {
 		a = append(a, "--dir", freshHome)
 	}
-	return append(a, "--chdir", spec.dir())
+	// The root (bwrap's own tmpfs, holding the mount points) is made
+	// read-only last: a write outside the given paths fails.
+	return append(a, "--remount-ro", "/", "--chdir", spec.dir())
 }
 
 // Visible reports whether p (absolute, clean) lies in a path a process

@@ -159,6 +159,8 @@ func TestContained(t *testing.T) {
 		{"masked dir read-only", `touch ` + masked + `/x 2>/dev/null && echo wrote; true`, ""},
 		{"hidden dir", `ls -A ` + data, ""},
 		{"hidden file", `cat ` + cfgFile + ` 2>/dev/null; true`, ""},
+		{"root read-only", `mkdir /x 2>/dev/null && echo wrote; true`, ""},
+		{"a path not given is not the machine's", `mkdir ` + root + `/new 2>/dev/null; true`, ""},
 		{"system read-only", `touch /usr/x 2>/dev/null && echo wrote; touch /etc/x 2>/dev/null && echo wrote; true`, ""},
 	}
 	for _, tc := range checks {
@@ -168,6 +170,7 @@ func TestContained(t *testing.T) {
 			require.Equal(t, tc.want, strings.TrimSpace(out), stderr)
 		})
 	}
+	require.NoDirExists(t, filepath.Join(root, "new"), "under /tmp it lands in the private /tmp")
 	got, err := os.ReadFile(filepath.Join(ro, "config"))
 	require.NoError(t, err)
 	require.Equal(t, "keep", string(got))
