@@ -1,0 +1,50 @@
+//go:build linux
+
+package runner
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/droverhq/drover/internal/sandbox"
+	"github.com/droverhq/drover/subjects"
+)
+
+// BenchmarkExecRoleStart measures a whole exec role (a planner whose
+// program prints one line) run plainly and in the sandbox, in the same
+// run, reporting the p50 and p99 of each in ms:
+//
+//	go test -run '^$' -bench ExecRoleStart -benchtime 300x ./internal/runner/
+func BenchmarkExecRoleStart(b *testing.B) {
+	requireBwrap(b)
+	for _, tc := range []struct {
+		name string
+		box  *sandbox.Sandbox
+	}{{"Plain", nil}, {"Sandbox", newSandbox(b, sandbox.Config{})}} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := ExecConfig{Argv: []string{"/bin/echo", "a plan"}, Sandbox: tc.box}
+			if tc.box == nil {
+				cfg.Dir = b.TempDir()
+			}
+			e, err := NewExec(subjects.RolePlanner, cfg, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := Request{Role: subjects.RolePlanner, Task: subjects.TaskRequest{ID: "T1", Workflow: "wf", Scope: "s", Verification: "v"}, Attempt: 1}
+			took := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				start := time.Now()
+				if _, err := e.Run(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+			}
+			sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+			at := func(q float64) float64 { return float64(took[int(q*float64(len(took)-1))].Microseconds()) / 1000 }
+			b.ReportMetric(at(0.50), "p50-ms")
+			b.ReportMetric(at(0.99), "p99-ms")
+		})
+	}
+}
