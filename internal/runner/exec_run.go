@@ -54,7 +54,7 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	var box *boxPaths
 	if e.cfg.Sandbox != nil {
-		if box, err = e.boxPaths(req.Workspace); err != nil {
+		if box, err = e.boxPaths(req.Workspace, e.promptToFile(text)); err != nil {
 			return Result{}, fmt.Errorf("exec %s: sandbox: %w", name, err)
 		}
 		defer box.cleanup()
@@ -150,11 +150,10 @@ func (e *Exec) baseEnv() map[string]string {
 // that removes the file.
 func (e *Exec) promptEnv(env map[string]string, text, dir string) ([]string, func(), error) {
 	cleanup := func() {}
-	toEnv := e.cfg.PromptEnv != NoPromptEnv && len(text) <= maxPromptEnvBytes
-	if toEnv {
+	if e.cfg.PromptEnv != NoPromptEnv && len(text) <= maxPromptEnvBytes {
 		env[e.cfg.PromptEnv] = text
 	}
-	if e.cfg.PromptFile || (e.cfg.PromptEnv != NoPromptEnv && !toEnv) {
+	if e.promptToFile(text) {
 		f, err := os.CreateTemp(dir, "drover-prompt-*.txt")
 		if err != nil {
 			return nil, cleanup, fmt.Errorf("prompt file: %w", err)
@@ -176,6 +175,12 @@ func (e *Exec) promptEnv(env map[string]string, text, dir string) ([]string, fun
 	}
 	sort.Strings(list)
 	return list, cleanup, nil
+}
+
+// promptToFile reports whether the prompt text is written to a file: when
+// configured, or when it is too large for its variable.
+func (e *Exec) promptToFile(text string) bool {
+	return e.cfg.PromptFile || (e.cfg.PromptEnv != NoPromptEnv && len(text) > maxPromptEnvBytes)
 }
 
 // resolve finds Argv[0]: a name with a slash relative to Dir, else in the

@@ -4,6 +4,8 @@ package runner
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -13,16 +15,27 @@ import (
 )
 
 // BenchmarkExecRoleStart measures a whole exec role (a planner whose
-// program prints one line) run plainly and in the sandbox, in the same
-// run, reporting the p50 and p99 of each in ms:
+// program prints one line) run plainly, in the sandbox without a
+// workspace, and in the sandbox with a workspace's paths (a worktree, a
+// read-only mirror, a HOME), in the same run, reporting the p50 and p99 of
+// each in ms:
 //
 //	go test -run '^$' -bench ExecRoleStart -benchtime 300x ./internal/runner/
 func BenchmarkExecRoleStart(b *testing.B) {
 	requireBwrap(b)
+	root := b.TempDir()
+	ws := &Workspace{Dir: filepath.Join(root, "wt"), Sandbox: sandbox.Paths{
+		Work: filepath.Join(root, "wt"), ReadOnly: []string{filepath.Join(root, "mirror.git")}, Home: filepath.Join(root, "home")}}
+	for _, d := range []string{ws.Dir, ws.Sandbox.ReadOnly[0], ws.Sandbox.Home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		box  *sandbox.Sandbox
-	}{{"Plain", nil}, {"Sandbox", newSandbox(b, sandbox.Config{})}} {
+		ws   *Workspace
+	}{{"Plain", nil, nil}, {"Sandbox", newSandbox(b, sandbox.Config{}), nil}, {"SandboxWorkspace", newSandbox(b, sandbox.Config{}), ws}} {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := ExecConfig{Argv: []string{"/bin/echo", "a plan"}, Sandbox: tc.box}
 			if tc.box == nil {
@@ -32,7 +45,7 @@ func BenchmarkExecRoleStart(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := Request{Role: subjects.RolePlanner, Task: subjects.TaskRequest{ID: "T1", Workflow: "wf", Scope: "s", Verification: "v"}, Attempt: 1}
+			req := Request{Role: subjects.RolePlanner, Task: subjects.TaskRequest{ID: "T1", Workflow: "wf", Scope: "s", Verification: "v"}, Attempt: 1, Workspace: tc.ws}
 			took := make([]time.Duration, 0, b.N)
 			for b.Loop() {
 				start := time.Now()

@@ -85,8 +85,9 @@ func TestExecSandboxHidesTheWorkersEnvironment(t *testing.T) {
 }
 
 // The contained child: no new privileges, its own PID namespace, a
-// private writable HOME replacing the inherited one, TMPDIR, the prompt
-// file visible, and a temporary working directory removed after the run.
+// private writable HOME replacing the inherited one (a temporary one,
+// removed after the run, as the prompt file is written there), TMPDIR,
+// the prompt file visible, and a fresh private working directory.
 func TestExecSandboxedChild(t *testing.T) {
 	requireBwrap(t)
 	t.Parallel()
@@ -109,7 +110,7 @@ echo "$DROVER_ROLE"`
 	require.Equal(t, "/tmp", lines[4])
 	require.Equal(t, "prompt-readable", lines[6])
 	require.Equal(t, "planner", lines[7])
-	require.NoDirExists(t, lines[5], "the temporary working directory is removed")
+	require.Equal(t, "/tmp/work", lines[5], "a fresh private working directory")
 	require.NoDirExists(t, lines[3], "the temporary HOME is removed")
 }
 
@@ -209,4 +210,20 @@ func TestExecSandboxConfiguredDir(t *testing.T) {
 	require.NoError(t, json.Unmarshal(res.Output, &out))
 	require.Equal(t, own+"\nws-ok", strings.TrimSpace(out.Plan))
 	require.FileExists(t, filepath.Join(wt, "y"))
+}
+
+// Without bubblewrap (sandbox.mode none) a role without a workspace gets
+// a temporary working directory and HOME, removed after the run, and
+// still only the built environment.
+func TestExecSandboxNoneTemporaryDirs(t *testing.T) {
+	t.Parallel()
+	got, err := runAgent(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{Mode: sandbox.ModeNone})},
+		`pwd -P; echo "$HOME"; echo x > "$HOME/f" && echo home-writable`, nil)
+	require.NoError(t, err)
+	lines := strings.Split(got, "\n")
+	require.Len(t, lines, 3, got)
+	require.NotEqual(t, os.Getenv("HOME"), lines[1])
+	require.Equal(t, "home-writable", lines[2])
+	require.NoDirExists(t, lines[0], "the temporary working directory is removed")
+	require.NoDirExists(t, lines[1], "the temporary HOME is removed")
 }

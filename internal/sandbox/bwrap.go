@@ -89,9 +89,10 @@ func (s *Sandbox) args(spec Spec) []string {
 	for _, w := range p.Writable {
 		ms = append(ms, mount{kindRW, w})
 	}
-	ms = append(ms, mount{kindRW, p.Work})
-	if p.Home != "" {
-		ms = append(ms, mount{kindRW, p.Home})
+	for _, d := range []string{p.Work, p.Home} {
+		if d != "" {
+			ms = append(ms, mount{kindRW, d})
+		}
 	}
 	for _, m := range ms {
 		visible = append(visible, m.path)
@@ -138,6 +139,9 @@ func (s *Sandbox) args(spec Spec) []string {
 	}
 	if p.Home == "" {
 		a = append(a, "--dir", freshHome)
+	}
+	if p.Work == "" {
+		a = append(a, "--dir", freshWork)
 	}
 	// The root (bwrap's own tmpfs, holding the mount points) is made
 	// read-only last: a write outside the given paths fails.

@@ -14,6 +14,10 @@ const privateTmp = "/tmp"
 // directory in the process's own /tmp.
 const freshHome = "/tmp/home"
 
+// freshWork is the working directory inside bubblewrap when Paths.Work is
+// empty: a directory in the process's own /tmp.
+const freshWork = "/tmp/work"
+
 // ownedVars are the variables Command sets; the same names in Spec.Env are
 // dropped.
 var ownedVars = []string{"HOME", "TMPDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"}

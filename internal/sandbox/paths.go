@@ -8,7 +8,9 @@ package sandbox
 // to it.
 type Paths struct {
 	// Work is the working directory, writable: a task's worktree, or a
-	// scratch directory for a role without a workspace. Required.
+	// scratch directory for a role without a workspace. Empty: a fresh
+	// private one that lives as long as the process (bubblewrap only;
+	// without a sandbox it is required).
 	Work string
 	// Writable are further writable places: the worktree's own git admin
 	// directory and the object store its commits are written to.

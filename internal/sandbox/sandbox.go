@@ -64,10 +64,13 @@ type Spec struct {
 }
 
 func (s Spec) dir() string {
-	if s.Dir != "" {
+	switch {
+	case s.Dir != "":
 		return s.Dir
+	case s.Paths.Work != "":
+		return s.Paths.Work
 	}
-	return s.Paths.Work
+	return freshWork
 }
 
 // Sandbox starts contained processes. It is safe for concurrent use.
@@ -194,8 +197,8 @@ func (s *Sandbox) Command(ctx context.Context, spec Spec, argv []string) (*exec.
 		}
 	}
 	if s.None() {
-		if spec.Paths.Home == "" {
-			return nil, errors.New("sandbox: spec: Paths.Home is required with sandbox.mode none")
+		if spec.Paths.Work == "" || spec.Paths.Home == "" {
+			return nil, errors.New("sandbox: spec: Paths.Work and Paths.Home are required with sandbox.mode none")
 		}
 		if spec.NoNetwork {
 			return nil, errors.New("sandbox: spec: cutting the network needs the bubblewrap sandbox, and sandbox.mode is none")
@@ -230,9 +233,6 @@ func checkSpec(spec Spec, argv []string) error {
 		}
 	}
 	p := spec.Paths
-	if p.Work == "" {
-		return errors.New("sandbox: spec: Paths.Work is required")
-	}
 	one := func(field, v string) error {
 		switch {
 		case v == "":

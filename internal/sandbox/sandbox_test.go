@@ -179,15 +179,16 @@ func TestContained(t *testing.T) {
 	require.Len(t, entries, 2, "only other and shown: nothing was written in the mask")
 }
 
-// With no Home, HOME is a fresh private directory.
-func TestFreshHome(t *testing.T) {
+// With no Home, HOME is a fresh private directory; with no Work, so is
+// the working directory.
+func TestFreshHomeAndWork(t *testing.T) {
 	requireBwrap(t)
 	t.Parallel()
 	s, err := New(Config{})
 	require.NoError(t, err)
-	out, stderr, err := run(t, s, Spec{Paths: Paths{Work: tempDir(t)}}, `echo x > "$HOME/f" && echo "$HOME" && ls -A "$HOME"`)
+	out, stderr, err := run(t, s, Spec{}, `echo x > "$HOME/f" && echo "$HOME" && ls -A "$HOME" && echo y > g && pwd && ls`)
 	require.NoError(t, err, stderr)
-	require.Equal(t, freshHome+"\nf", strings.TrimSpace(out))
+	require.Equal(t, freshHome+"\nf\n"+freshWork+"\ng", strings.TrimSpace(out))
 }
 
 // NoNetwork cuts the network: a listener the test opened on loopback is
@@ -236,7 +237,7 @@ func TestModeNone(t *testing.T) {
 	require.DirExists(t, home)
 
 	_, err = s.Command(context.Background(), Spec{Paths: Paths{Work: work}}, []string{"true"})
-	require.ErrorContains(t, err, "Paths.Home is required")
+	require.ErrorContains(t, err, "Paths.Work and Paths.Home are required")
 	_, err = s.Command(context.Background(), Spec{Paths: Paths{Work: work, Home: home}, NoNetwork: true}, []string{"true"})
 	require.ErrorContains(t, err, "needs the bubblewrap sandbox")
 }
@@ -252,7 +253,6 @@ func TestCommandRefusesBadSpecs(t *testing.T) {
 		wantErr string
 	}{
 		{"no argv", Spec{Paths: Paths{Work: "/w"}}, nil, "argv: empty"},
-		{"no work", Spec{}, []string{"true"}, "Paths.Work is required"},
 		{"relative work", Spec{Paths: Paths{Work: "w"}}, []string{"true"}, `Paths.Work: "w" is not a clean absolute path`},
 		{"root writable", Spec{Paths: Paths{Work: "/w", Writable: []string{"/"}}}, []string{"true"}, `Paths.Writable[0]: "/" would show the whole machine`},
 		{"unclean read-only", Spec{Paths: Paths{Work: "/w", ReadOnly: []string{"/a/../b"}}}, []string{"true"}, `Paths.ReadOnly[0]`},
