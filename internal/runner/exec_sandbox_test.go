@@ -227,3 +227,29 @@ func TestExecSandboxNoneTemporaryDirs(t *testing.T) {
 	require.NoDirExists(t, lines[0], "the temporary working directory is removed")
 	require.NoDirExists(t, lines[1], "the temporary HOME is removed")
 }
+
+// A contained role that hangs is killed at its deadline with everything
+// it started, and one that floods stdout is killed at the bound: the
+// process-group kill and the output bound hold under the sandbox.
+func TestExecSandboxKillAndBound(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel()
+	mark := strconv.Itoa(int(time.Now().UnixNano()%1e6)) + ".25"
+	e, err := NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"sh", "-c", `sleep 2000` + mark + ` & sleep 2000` + mark},
+		Sandbox: newSandbox(t, sandbox.Config{})}, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = e.Run(ctx, simReq(t, subjects.RolePlanner, ""))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Eventually(t, func() bool { return len(procsWith(t, "2000"+mark)) == 0 },
+		10*time.Second, 5*time.Millisecond, "a process of the killed role is still alive")
+
+	flood, err := NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"sh", "-c", `yes flood`}, MaxOutputBytes: 1 << 16,
+		Sandbox: newSandbox(t, sandbox.Config{})}, nil)
+	require.NoError(t, err)
+	runCtx, cancelRun := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelRun()
+	_, err = flood.Run(runCtx, simReq(t, subjects.RolePlanner, ""))
+	require.ErrorContains(t, err, "stdout exceeds 65536 bytes")
+}
