@@ -253,3 +253,22 @@ func TestExecSandboxKillAndBound(t *testing.T) {
 	_, err = flood.Run(runCtx, simReq(t, subjects.RolePlanner, ""))
 	require.ErrorContains(t, err, "stdout exceeds 65536 bytes")
 }
+
+// The sandbox leaves the identity as it was; cutting the network changes
+// it.
+func TestExecSandboxIdentity(t *testing.T) {
+	t.Parallel()
+	id := func(cfg ExecConfig) string {
+		e, err := NewExec(subjects.RoleJudge, cfg, nil)
+		require.NoError(t, err)
+		return e.Identity()
+	}
+	box := newSandbox(t, sandbox.Config{})
+	base := ExecConfig{Argv: []string{"agent"}, Dir: "/work"}
+	ref := id(base)
+	boxed := base
+	boxed.Sandbox = box
+	require.Equal(t, ref, id(boxed), "the sandbox changes no answer")
+	boxed.NoNetwork = true
+	require.NotEqual(t, ref, id(boxed), "network: false")
+}
