@@ -10,6 +10,7 @@ import (
 	"github.com/droverhq/drover/internal/prompt"
 	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -124,11 +125,17 @@ func (f *File) Secrets(extra ...string) []string {
 // Errors name the role's field path. Close the set to release the runners'
 // connections.
 func (f *File) Runners(prompts *prompt.Set, sim *runner.Sim, extraSecrets ...string) (runner.Set, error) {
+	return f.SandboxedRunners(nil, prompts, sim, extraSecrets...)
+}
+
+// SandboxedRunners is Runners with every exec runner contained by sb
+// (runner.ExecConfig.Sandbox; nil: uncontained, as Runners).
+func (f *File) SandboxedRunners(sb *sandbox.Sandbox, prompts *prompt.Set, sim *runner.Sim, extraSecrets ...string) (runner.Set, error) {
 	var set runner.Set
 	red := redact.New(f.Secrets(extraSecrets...)...)
 	for _, r := range subjects.Roles {
 		rc := f.Roles.For(r)
-		run, err := rc.build(r, prompts, sim, f.Worker.Concurrency)
+		run, err := rc.build(r, prompts, sim, sb, f.Worker.Concurrency)
 		if err != nil {
 			return runner.Set{}, fmt.Errorf("roles.%s: %w", r, err)
 		}
@@ -211,7 +218,7 @@ type lessonReading struct {
 // UsesLessons implements runner.LessonReader.
 func (l lessonReading) UsesLessons() bool { return l.lr.UsesLessons() }
 
-func (rc *Role) build(r subjects.Role, prompts *prompt.Set, sim *runner.Sim, concurrency int) (runner.Runner, error) {
+func (rc *Role) build(r subjects.Role, prompts *prompt.Set, sim *runner.Sim, sb *sandbox.Sandbox, concurrency int) (runner.Runner, error) {
 	switch name := rc.RunnerName(); name {
 	case RunnerSim:
 		if sim == nil {
@@ -222,7 +229,9 @@ func (rc *Role) build(r subjects.Role, prompts *prompt.Set, sim *runner.Sim, con
 		if rc.Exec == nil {
 			return nil, fmt.Errorf("exec: required when runner is exec")
 		}
-		return runner.NewExec(r, rc.Exec.runnerConfig(), prompts)
+		cfg := rc.Exec.runnerConfig()
+		cfg.Sandbox = sb
+		return runner.NewExec(r, cfg, prompts)
 	case RunnerOpenAI:
 		if rc.OpenAI == nil {
 			return nil, fmt.Errorf("openai: required when runner is openai")

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -62,6 +63,17 @@ func TestConfigExecNetwork(t *testing.T) {
 		require.NoError(t, err, tc.doc)
 		require.Equal(t, tc.want, f.Roles.For(subjects.RoleImplementer).Exec.runnerConfig().NoNetwork, tc.doc)
 	}
+
+	f, err := Parse([]byte(simRest("roles:\n  implementer: {runner: exec, exec: {argv: [x], network: false}}\n")))
+	require.NoError(t, err)
+	none, err := sandbox.New(sandbox.Config{Mode: sandbox.ModeNone})
+	require.NoError(t, err)
+	_, err = f.SandboxedRunners(none, nil, runner.NewSim(runner.SimOptions{}))
+	require.ErrorContains(t, err, "roles.implementer: exec runner for implementer: network: false needs the bubblewrap sandbox")
+	box, err := sandbox.New(sandbox.Config{})
+	require.NoError(t, err)
+	_, err = f.SandboxedRunners(box, nil, runner.NewSim(runner.SimOptions{}))
+	require.NoError(t, err)
 }
 
 // TestConfigSecrets sets environment variables, so it does not run in

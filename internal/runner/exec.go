@@ -90,7 +90,9 @@ type ExecConfig struct {
 	// (Inherit's HOME and TMPDIR are replaced), and Dir read-only.
 	Sandbox *sandbox.Sandbox
 	// NoNetwork cuts the child's network (config: network: false); it
-	// needs a bubblewrap Sandbox. Default false: the network is shared.
+	// needs a bubblewrap Sandbox: with ModeNone NewExec refuses it, and
+	// without a Sandbox every Run fails permanently. Default false: the
+	// network is shared.
 	NoNetwork bool
 }
 
@@ -139,8 +141,8 @@ func (c ExecConfig) validate() error {
 	if c.PromptEnv != NoPromptEnv && !validEnvName(c.PromptEnv) {
 		return fmt.Errorf("prompt_env: %q is not a valid variable name", c.PromptEnv)
 	}
-	if c.NoNetwork && (c.Sandbox == nil || c.Sandbox.None()) {
-		return fmt.Errorf("network: false needs the bubblewrap sandbox (sandbox.mode: %s)", sandbox.ModeBubblewrap)
+	if c.NoNetwork && c.Sandbox != nil && c.Sandbox.None() {
+		return fmt.Errorf("network: false needs the bubblewrap sandbox, and sandbox.mode is %s", sandbox.ModeNone)
 	}
 	if c.Sandbox != nil && c.Dir != "" && (!filepath.IsAbs(c.Dir) || filepath.Clean(c.Dir) != c.Dir) {
 		return fmt.Errorf("dir: %q must be a clean absolute path under the sandbox", c.Dir)

@@ -53,6 +53,9 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 	var box *boxPaths
+	if e.cfg.NoNetwork && e.cfg.Sandbox == nil {
+		return Result{}, fmt.Errorf("%w: exec %s: network: false needs the bubblewrap sandbox, and this runner has none", ErrPermanent, name)
+	}
 	if e.cfg.Sandbox != nil {
 		if box, err = e.boxPaths(req.Workspace, e.promptToFile(text)); err != nil {
 			return Result{}, fmt.Errorf("exec %s: sandbox: %w", name, err)

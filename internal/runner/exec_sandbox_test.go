@@ -174,9 +174,14 @@ func TestExecSandboxNetwork(t *testing.T) {
 
 func TestExecSandboxConfigErrors(t *testing.T) {
 	t.Parallel()
-	_, err := NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"true"}, NoNetwork: true}, nil)
-	require.ErrorContains(t, err, "network: false needs the bubblewrap sandbox")
-	_, err = NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"true"}, NoNetwork: true, Sandbox: newSandbox(t, sandbox.Config{Mode: sandbox.ModeNone})}, nil)
+	_, err := NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"true"}, NoNetwork: true, Sandbox: newSandbox(t, sandbox.Config{Mode: sandbox.ModeNone})}, nil)
+	require.ErrorContains(t, err, "network: false needs the bubblewrap sandbox, and sandbox.mode is none")
+	// Without a sandbox (drover config check builds runners so) it is
+	// built, and every run fails rather than reach the network.
+	open, err := NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"true"}, NoNetwork: true}, nil)
+	require.NoError(t, err)
+	_, err = open.Run(context.Background(), simReq(t, subjects.RolePlanner, ""))
+	require.ErrorIs(t, err, ErrPermanent)
 	require.ErrorContains(t, err, "network: false needs the bubblewrap sandbox")
 
 	// A program the sandbox does not show is a permanent error naming it.
