@@ -1,6 +1,9 @@
 package workspace
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
 	"path/filepath"
 
 	"github.com/droverhq/drover/internal/sandbox"
@@ -12,15 +15,37 @@ import (
 // inside commits on a detached HEAD; the rest of the mirror (refs, config,
 // hooks, packed refs) read-only; the mirror's worktrees directory masked,
 // so no other task's admin directory is visible; and a private HOME,
-// Dir/homes/<worktree>.
-func (w *Workspace) SandboxPaths() sandbox.Paths { return w.m.sandboxPaths(w.dir) }
+// Dir/homes/<worktree>/<task>, kept for the task's roles and commands.
+// The HOME an earlier task left in this worktree is removed here: a file
+// it planted there (a .gitconfig, a shell profile) never reaches the next
+// task.
+func (w *Workspace) SandboxPaths() sandbox.Paths {
+	p := w.m.sandboxPaths(w.dir)
+	sum := sha256.Sum256([]byte(w.branch))
+	own := hex.EncodeToString(sum[:8])
+	if ents, err := os.ReadDir(p.Home); err == nil {
+		for _, e := range ents {
+			if e.Name() != own {
+				_ = os.RemoveAll(filepath.Join(p.Home, e.Name()))
+			}
+		}
+	}
+	p.Home = filepath.Join(p.Home, own)
+	return p
+}
 
 // SandboxPaths are the scratch worktree's, as Workspace.SandboxPaths: the
-// merge check runs contained in them.
-func (s *Scratch) SandboxPaths() sandbox.Paths { return s.m.sandboxPaths(s.dir) }
+// merge check runs contained in them. Its HOME is in the scratch's admin
+// directory, removed with it by Close.
+func (s *Scratch) SandboxPaths() sandbox.Paths {
+	p := s.m.sandboxPaths(s.dir)
+	p.Home = filepath.Join(p.Writable[0], "drover-home")
+	return p
+}
 
-// sandboxPaths are the paths of the worktree dir. Its admin directory is
-// named after dir's base name: worktree names are unique in a manager.
+// sandboxPaths are the paths of the worktree dir, HOME Dir/homes/<name>.
+// Its admin directory is named after dir's base name: worktree names are
+// unique in a manager.
 func (m *Manager) sandboxPaths(dir string) sandbox.Paths {
 	name := filepath.Base(dir)
 	worktrees := filepath.Join(m.mirror, "worktrees")

@@ -204,3 +204,33 @@ func procsWith(t *testing.T, arg string) []string {
 	}
 	return out
 }
+
+// A task's HOME is its own: the next task in the same worktree gets a
+// fresh one, and the one before is removed. The scratch worktree's HOME
+// goes with it.
+func TestSandboxHomes(t *testing.T) {
+	t.Parallel()
+	repo := newTestRepo(t)
+	m := newManager(t, repo.remote, func(c *Config) { c.MaxWorktrees = 1 })
+	ctx := context.Background()
+	w1 := openTask(t, m, repo.base, "T1")
+	p1 := w1.SandboxPaths()
+	require.Equal(t, p1, w1.SandboxPaths(), "the same for every role of the task")
+	writeFile(t, p1.Home, ".gitconfig", "[core]\n\tfsmonitor = /tmp/evil\n")
+	require.NoError(t, w1.Release(ctx, false))
+
+	w2 := openTask(t, m, repo.base, "T2")
+	require.Equal(t, w1.Dir(), w2.Dir(), "the worktree is reused")
+	p2 := w2.SandboxPaths()
+	require.NotEqual(t, p1.Home, p2.Home)
+	require.NoDirExists(t, p1.Home, "the earlier task's HOME is removed")
+	require.Equal(t, filepath.Dir(p1.Home), filepath.Dir(p2.Home))
+
+	s, err := m.Scratch(ctx, repo.base)
+	require.NoError(t, err)
+	sp := s.SandboxPaths()
+	require.Equal(t, s.Dir(), sp.Work)
+	writeFile(t, sp.Home, "f", "x")
+	s.Close(ctx)
+	require.NoDirExists(t, sp.Home, "the scratch's HOME goes with it")
+}
