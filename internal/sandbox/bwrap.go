@@ -12,6 +12,10 @@ import (
 // link among them (/bin -> usr/bin) is recreated as the same link.
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store"}
 
+// systemSecrets are files of the system's directories no contained
+// process reads, even as root: password hashes and the host's SSH keys.
+var systemSecrets = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key"}
+
 // baseFlags are the namespaces and protections of every process: it dies
 // with its parent (the worker), has its own session (no terminal
 // injection), PID, IPC, UTS and cgroup namespaces, and no capabilities
@@ -100,7 +104,12 @@ func (s *Sandbox) args(spec Spec) []string {
 	for _, m := range p.Masked {
 		ms = append(ms, mount{kindMask, m})
 	}
-	for _, h := range s.cfg.Hide {
+	hide := s.cfg.Hide
+	for _, pattern := range systemSecrets {
+		matches, _ := filepath.Glob(pattern)
+		hide = append(hide[:len(hide):len(hide)], matches...)
+	}
+	for _, h := range hide {
 		for _, v := range visible {
 			if below(h, v) {
 				ms = append(ms, mount{kindMask, h})

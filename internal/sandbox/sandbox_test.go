@@ -161,6 +161,7 @@ func TestContained(t *testing.T) {
 		{"hidden file", `cat ` + cfgFile + ` 2>/dev/null; true`, ""},
 		{"root read-only", `mkdir /x 2>/dev/null && echo wrote; true`, ""},
 		{"a path not given is not the machine's", `mkdir ` + root + `/new 2>/dev/null; true`, ""},
+		{"system secrets", `cat /etc/shadow /etc/ssh/ssh_host_*_key 2>/dev/null | wc -c`, "0"},
 		{"system read-only", `touch /usr/x 2>/dev/null && echo wrote; touch /etc/x 2>/dev/null && echo wrote; true`, ""},
 	}
 	for _, tc := range checks {
