@@ -277,3 +277,24 @@ func TestExecSandboxIdentity(t *testing.T) {
 	boxed.NoNetwork = true
 	require.NotEqual(t, ref, id(boxed), "network: false")
 }
+
+// In a workspace the contained agent runs in the worktree, under its real
+// path, and gets the workspace's variables and the trace context.
+func TestExecSandboxWorkspaceVariables(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel()
+	wt, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	e, err := NewExec(subjects.RoleImplementer, ExecConfig{Argv: []string{"sh", "-c", whereAmI + `; printf ' %s' "$TRACEPARENT"`},
+		Sandbox: newSandbox(t, sandbox.Config{})}, nil)
+	require.NoError(t, err)
+	req := simReq(t, subjects.RoleImplementer, "")
+	req.Workspace = &Workspace{Dir: wt, Branch: "drover/wf/T1", Base: "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+		Sandbox: sandbox.Paths{Work: wt, Home: filepath.Join(t.TempDir(), "home")}}
+	req.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	res, err := e.Run(context.Background(), req)
+	require.NoError(t, err)
+	var out struct{ Change string }
+	require.NoError(t, json.Unmarshal(res.Output, &out))
+	require.Equal(t, fmt.Sprintf(`{"dir":"%s","ws":"%s","branch":"drover/wf/T1","base":"%s"} %s`, wt, wt, req.Workspace.Base, req.TraceParent), out.Change)
+}
