@@ -215,6 +215,10 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	mergeDelivery(fs, &f.delivery, file.Delivery)
 	mergeReview(fs, &f.review, file.Review)
 	override(fs, "prompts", &f.prompts, file.PromptsDir)
+	if f.sandbox, err = serveSandbox(fs, g, f, file.Sandbox); err != nil {
+		return runner.Set{}, err
+	}
+	f.execRoles = file.ExecRoles()
 	prompts, err := prompt.Load(f.prompts)
 	if err != nil {
 		return runner.Set{}, err
@@ -229,6 +233,7 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	if name := f.delivery.pr.TokenEnv; name != "" {
 		extra = append(extra, os.Getenv(name)) // the forge's token, however --pr-token-env was set
 	}
+	// TODO(lead): hand f.sandbox to the exec runners (runner.ExecConfig.Sandbox) when config.File.Runners takes it.
 	set, err := file.Runners(prompts, runner.NewSim(runner.SimOptions{CallLog: f.simCallLog}), extra...)
 	if err != nil {
 		return runner.Set{}, fmt.Errorf("config %s: %w", f.config, err) // only a file's roles can fail
