@@ -111,6 +111,7 @@ func configCheck(cmd *cobra.Command, g *globals, path, promptsDir string) error 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	reportSandbox(cmd.Context(), g.stdout, file)
 	return checkWorkspace(cmd.Context(), g, file.Workspace)
 }
 

@@ -62,3 +62,27 @@ func TestRenderStatusWarnings(t *testing.T) {
 	require.Contains(t, out.String(), "warning  w-1: sandbox: mode none: agents run uncontained\n")
 	require.Contains(t, out.String(), "warning  w-1: evil\\x1b[2J line\n")
 }
+
+// drover config check says how a worker would contain the file's agents,
+// and says nothing of the sandbox when the file runs none.
+func TestConfigCheckSandbox(t *testing.T) {
+	t.Parallel()
+	const exec = "roles: {planner: {runner: sim}, implementer: {runner: exec, exec: {argv: [agent]}}, judge: {runner: sim}}\n"
+	const sim = "roles: {planner: {runner: sim}, implementer: {runner: sim}, judge: {runner: sim}}\n"
+	for _, tc := range []struct{ name, file, want string }{
+		{"none", "sandbox: none\n" + exec, "\nsandbox: none: agents run uncontained"},
+		{"bubblewrap", exec, "\nsandbox: bubblewrap "},
+		{"no agents", "sandbox: none\n" + sim, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, errOut := runCLI(t, "config", "check", writeFile(t, "drover.yaml", tc.file))
+			require.Equal(t, 0, code, errOut)
+			if tc.want == "" {
+				require.NotContains(t, stdout, "sandbox:")
+			} else {
+				require.Contains(t, stdout, tc.want)
+			}
+		})
+	}
+}
