@@ -61,9 +61,12 @@ func (w *Worker) checkSandbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if note != "" {
+	switch {
+	case note != "":
 		w.cfg.Log.Warn("the sandbox is off (sandbox mode none): agents run uncontained")
 		w.notes.Store(&[]string{note})
+	case agents:
+		w.cfg.Log.Info("agents run contained", "sandbox", sandbox.ModeBubblewrap)
 	}
 	return nil
 }

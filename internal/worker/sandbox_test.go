@@ -79,7 +79,7 @@ func TestSandboxNoneIsWarnedAndNoted(t *testing.T) {
 				require.Contains(t, w.Status().Warnings[0], note)
 			} else {
 				require.Equal(t, "ok\n", body)
-				require.NotContains(t, logs.String(), "sandbox")
+				require.NotContains(t, logs.String(), "uncontained")
 				require.Empty(t, w.Status().Warnings)
 			}
 		})
