@@ -111,6 +111,7 @@ func configCheck(cmd *cobra.Command, g *globals, path, promptsDir string) error 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	reportSandbox(cmd.Context(), g.stdout, file)
 	return checkWorkspace(cmd.Context(), g, file.Workspace)
 }
 
@@ -215,6 +216,10 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	mergeDelivery(fs, &f.delivery, file.Delivery)
 	mergeReview(fs, &f.review, file.Review)
 	override(fs, "prompts", &f.prompts, file.PromptsDir)
+	if f.sandbox, err = serveSandbox(fs, g, f, file.Sandbox); err != nil {
+		return runner.Set{}, err
+	}
+	f.execRoles = file.ExecRoles()
 	prompts, err := prompt.Load(f.prompts)
 	if err != nil {
 		return runner.Set{}, err
@@ -229,7 +234,8 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	if name := f.delivery.pr.TokenEnv; name != "" {
 		extra = append(extra, os.Getenv(name)) // the forge's token, however --pr-token-env was set
 	}
-	set, err := file.Runners(prompts, runner.NewSim(runner.SimOptions{CallLog: f.simCallLog}), extra...)
+	// Exec runners start their agents in the worker's sandbox.
+	set, err := file.SandboxedRunners(f.sandbox, prompts, runner.NewSim(runner.SimOptions{CallLog: f.simCallLog}), extra...)
 	if err != nil {
 		return runner.Set{}, fmt.Errorf("config %s: %w", f.config, err) // only a file's roles can fail
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/internal/tracing"
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/internal/workspace"
@@ -54,6 +55,12 @@ type serveFlags struct {
 	review      config.Review // --review*, with the file's review: block
 	console     bool
 	consoleAuth consoleAuthFlags
+	// sandboxMode is --sandbox, with the file's sandbox: block; sandbox
+	// is built from them (applyConfig), and execRoles says a role runs
+	// on the exec runner.
+	sandboxMode string
+	sandbox     *sandbox.Sandbox
+	execRoles   bool
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -124,6 +131,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.IntVar(&f.replicas, "replicas", 1, "stream and bucket replicas (3 on a 3-node cluster)")
 	fl.IntVar(&f.maxBody, "max-body", 512<<10, "largest task request accepted, in bytes")
 	addWorkspaceFlags(fl, &f.workspace)
+	addSandboxFlags(fl, &f.sandboxMode)
 	addMergeFlags(fl, &f.mergeq)
 	addDeliveryFlags(fl, &f.delivery)
 	addReviewFlags(fl, &f.review)
@@ -240,6 +248,8 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Merge:        f.mergeq.merge,
 		Secrets:      f.secrets,
 		PullRequests: prs,
+		Sandbox:      f.sandbox,
+		ExecRunners:  f.execRoles,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
 			Limits:      subjects.Limits{MaxBytes: f.maxBody},
@@ -267,6 +277,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		httpOpts = append(httpOpts, opt)
 	}
 	if f.httpAddr != "" {
+		httpOpts = append(httpOpts, ops.WithReadyNotes(w.ReadyNotes))
 		hs, err := ops.Listen(f.httpAddr, w.CheckLive, w.CheckReady, metrics.Registry, httpOpts...)
 		if err != nil {
 			return err

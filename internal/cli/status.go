@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/status"
 )
 
@@ -138,6 +139,11 @@ func renderStatus(w io.Writer, r status.Report, asJSON, indent bool) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, wk := range r.Workers {
+		for _, note := range wk.Warnings {
+			fmt.Fprintf(w, "warning  %s: %s\n", redact.Terminal(redact.OneLine(wk.WorkerID)), redact.Terminal(redact.OneLine(note)))
+		}
 	}
 	if err := renderWorkspaces(w, r.Workers); err != nil {
 		return err

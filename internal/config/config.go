@@ -83,6 +83,9 @@ type File struct {
 	// Review is the review gate: whether a person reviews approved tasks
 	// (see the README's Review section). Off by default.
 	Review Review `yaml:"review"`
+	// Sandbox contains the processes that run agent-controlled code (see
+	// the README's Sandbox section). Default: bubblewrap.
+	Sandbox Sandbox `yaml:"sandbox"`
 }
 
 // Worker is the worker's part of the file. Zero means the default noted,

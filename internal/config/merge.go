@@ -16,5 +16,11 @@ func validateMerge(mode string, merge mergequeue.Config, workspaces bool) error 
 	if !workspaces {
 		return fmt.Errorf("%w: delivery %q: needs workspaces (workspace.repo)", mergequeue.ErrInvalidConfig, mode)
 	}
-	return merge.Validate()
+	if err := merge.Validate(); err != nil {
+		return err
+	}
+	if check := merge.Check; len(check.Argv) > 0 {
+		return check.Validate("merge.check") // its env: names, as setup's
+	}
+	return nil
 }

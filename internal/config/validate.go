@@ -25,6 +25,7 @@ func (f *File) Validate() error {
 	}
 	f.Worker.validate(&v)
 	f.Review.validate(&v)
+	f.Sandbox.validate(&v)
 	for _, r := range subjects.Roles {
 		f.Roles.For(r).validate(&v, "roles."+string(r))
 	}

@@ -63,6 +63,15 @@ type Option func(*options)
 type options struct {
 	log    *slog.Logger
 	mounts map[string]http.Handler
+	notes  func() []string
+}
+
+// WithReadyNotes adds the readiness checks that pass with a warning to the
+// /readyz body, one "warning: <note>" line each after its first line
+// (such as the worker's ReadyNotes: the sandbox, when it is off). They
+// change neither the status code nor the first line.
+func WithReadyNotes(notes func() []string) Option {
+	return func(o *options) { o.notes = notes }
 }
 
 // WithHandler serves h under pattern (an http.ServeMux pattern such as
@@ -98,8 +107,8 @@ func Listen(addr string, live, ready Probe, reg prometheus.Gatherer, opts ...Opt
 		return nil, fmt.Errorf("--http %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /livez", probeHandler("live", live, o.log))
-	mux.HandleFunc("GET /readyz", probeHandler("ready", ready, o.log))
+	mux.HandleFunc("GET /livez", probeHandler("live", live, o.log, nil))
+	mux.HandleFunc("GET /readyz", probeHandler("ready", ready, o.log, o.notes))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(quietGatherer{reg, o.log}, promhttp.HandlerOpts{
 		ErrorLog: promLog{o.log}, ErrorHandling: promhttp.HTTPErrorOnError,
 	}))
@@ -121,14 +130,24 @@ func Listen(addr string, live, ready Probe, reg prometheus.Gatherer, opts ...Opt
 // probeHandler answers 200 "ok" or 503 with the probe's public reason. A
 // failure is logged when its text differs from the last one logged, so a
 // prober polling a stuck worker does not flood the log.
-func probeHandler(name string, p Probe, log *slog.Logger) http.HandlerFunc {
+func probeHandler(name string, p Probe, log *slog.Logger, notes func() []string) http.HandlerFunc {
 	var (
 		mu   sync.Mutex
 		last string
 	)
+	warnings := func() string {
+		if notes == nil {
+			return ""
+		}
+		var b strings.Builder
+		for _, n := range notes() {
+			b.WriteString("warning: " + redact.OneLine(n) + "\n")
+		}
+		return b.String()
+	}
 	return func(w http.ResponseWriter, _ *http.Request) {
 		if p == nil {
-			_, _ = w.Write([]byte("ok\n"))
+			_, _ = w.Write([]byte("ok\n" + warnings()))
 			return
 		}
 		err := p()
@@ -136,7 +155,7 @@ func probeHandler(name string, p Probe, log *slog.Logger) http.HandlerFunc {
 			mu.Lock()
 			last = ""
 			mu.Unlock()
-			_, _ = w.Write([]byte("ok\n"))
+			_, _ = w.Write([]byte("ok\n" + warnings()))
 			return
 		}
 		mu.Lock()
@@ -148,6 +167,9 @@ func probeHandler(name string, p Probe, log *slog.Logger) http.HandlerFunc {
 		body := "not " + name
 		if name == "ready" {
 			body += ": " + Reason(err)
+		}
+		if ws := warnings(); ws != "" {
+			body += "\n" + strings.TrimSuffix(ws, "\n")
 		}
 		http.Error(w, body, http.StatusServiceUnavailable)
 	}

@@ -56,6 +56,9 @@ type WorkerStatus struct {
 	// Workspaces are the worker's git workspaces; absent when it has none
 	// configured.
 	Workspaces *WorkspaceCounts `json:"workspaces,omitempty"`
+	// Warnings are the readiness checks that pass with a warning, each
+	// "name: what" (the sandbox's when it is off); absent when none.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // WorkspaceCounts describe a worker's git workspaces: the worktrees it

@@ -80,8 +80,9 @@ func (w *Worker) Status() status.WorkerStatus {
 			Rejected:  w.counts.rejected.Load(),
 			Cancelled: w.counts.cancelled.Load(),
 		},
-		Cache:  status.CacheCounts{Hits: w.counts.hits.Load(), Misses: w.counts.misses.Load()},
-		Queues: append([]string(nil), w.cfg.Queues...),
+		Cache:    status.CacheCounts{Hits: w.counts.hits.Load(), Misses: w.counts.misses.Load()},
+		Queues:   append([]string(nil), w.cfg.Queues...),
+		Warnings: w.ReadyNotes(),
 	}
 	if p := w.startedAt.Load(); p != nil {
 		st.Started = *p

@@ -27,6 +27,7 @@ import (
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/review"
 	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/workflow"
 	"github.com/droverhq/drover/internal/workspace"
@@ -104,6 +105,17 @@ type Config struct {
 	// Deliverer delivers approved tasks (nil: delivery "branch", see
 	// pipeline.Deliverer).
 	Deliverer pipeline.Deliverer
+	// Sandbox contains the processes that run agent-controlled code: the
+	// worker gives it to the workspaces (setup, cleanup, the merge check);
+	// the exec runners get it where they are built. When the worker runs
+	// agents (workspaces on, or ExecRunners) Run checks it first and
+	// refuses to start where bubblewrap cannot run; with mode none it
+	// logs a warning and notes it in the readiness report (ReadyNotes).
+	// nil: uncontained, unchecked and unnoted (tests).
+	Sandbox *sandbox.Sandbox
+	// ExecRunners says a role runs on the exec runner: agent processes
+	// run even without workspaces.
+	ExecRunners bool
 }
 
 // Worker is a running (or runnable) worker.
@@ -138,6 +150,7 @@ type Worker struct {
 	// what checkStore last reported.
 	store        storeWatch
 	storeWasFull atomic.Bool
+	notes        atomic.Pointer[[]string] // ReadyNotes
 }
 
 // New validates cfg and returns a worker on the connection nc.
@@ -178,6 +191,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		cfg.ReadyCache = 3 * time.Second
 	}
 	if cfg.Workspace.Enabled() {
+		if cfg.Workspace.Sandbox == nil {
+			cfg.Workspace.Sandbox = cfg.Sandbox
+		}
 		if cfg.Workspace.MaxWorktrees <= 0 {
 			cfg.Workspace.MaxWorktrees = cfg.Concurrency
 		}
@@ -245,6 +261,9 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}
 		w.phase.Store(phaseStopped)
 	}()
+	if err := w.checkSandbox(ctx); err != nil {
+		return err
+	}
 	var res *broker.Resources
 	err = broker.WhilePlacing(ctx, w.cfg.Log, func() (err error) {
 		res, err = broker.Provision(ctx, w.js, w.cfg.Streams, w.cfg.Log)

@@ -11,21 +11,44 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/droverhq/drover/internal/sandbox"
 )
 
-// runCommand starts a setup or cleanup command in dir, with no shell, the
-// worker's environment plus env, and its timeout; the error holds the tail
-// of its output.
-func runCommand(ctx context.Context, dir string, c Command, env []string) error {
+// runCommand starts a setup or cleanup command or the merge check in
+// p.Work, contained by the sandbox (nil: uncontained), with no shell and
+// its timeout. Its environment is built, never inherited: the worker's
+// PATH, the variables c.Env names, then env (Drover's DROVER_*, which
+// win). The error holds the tail of its output.
+func (m *Manager) runCommand(ctx context.Context, p sandbox.Paths, c Command, env []string) error {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	spec := sandbox.Spec{Paths: p, Env: commandEnv(c.Env, env, os.LookupEnv)}
+	var cmd *exec.Cmd
+	if sb := m.cfg.Sandbox; sb != nil {
+		var err error
+		if cmd, err = sb.Command(ctx, spec, c.Argv); err != nil {
+			return err
+		}
+	} else {
+		cmd = exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+		if p.Home != "" {
+			if err := os.MkdirAll(p.Home, 0o700); err != nil {
+				return err
+			}
+			spec.Env = append(spec.Env, "HOME="+p.Home)
+		}
+	}
+	if cmd.Env == nil { // a nil Env would inherit the worker's: never
+		cmd.Env = spec.Env
+	}
+	if cmd.Dir == "" {
+		cmd.Dir = p.Work
+	}
 	out := &capWriter{max: maxStderr, tail: true}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
@@ -36,6 +59,24 @@ func runCommand(ctx context.Context, dir string, c Command, env []string) error 
 		return fmt.Errorf("%v: %s", err, strings.TrimSpace(out.buf.String()))
 	}
 	return nil
+}
+
+// commandEnv is a command's environment: PATH from the worker, each of
+// named ("NAME" takes the worker's value when set, "NAME=value" is
+// literal), then drover's own variables.
+func commandEnv(named, drover []string, lookup func(string) (string, bool)) []string {
+	env := make([]string, 0, 1+len(named)+len(drover))
+	if v, ok := lookup("PATH"); ok {
+		env = append(env, "PATH="+v)
+	}
+	for _, e := range named {
+		if strings.Contains(e, "=") {
+			env = append(env, e)
+		} else if v, ok := lookup(e); ok {
+			env = append(env, e+"="+v)
+		}
+	}
+	return append(env, drover...)
 }
 
 // copyIgnored copies the CopyIgnored paths and globs from CopyFrom into dir.

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -22,12 +24,49 @@ const (
 	DefaultMaxCopyBytes = 64 << 20
 )
 
-// Command is a setup or cleanup command: an argv started without a shell in
-// the worktree's directory, killed after Timeout (zero: 10 minutes).
+// Command is a setup or cleanup command (or the merge check): an argv
+// started without a shell in the worktree's directory, contained by the
+// sandbox, killed after Timeout (zero: 10 minutes).
 type Command struct {
 	Argv    []string      `yaml:"argv"`
 	Timeout time.Duration `yaml:"timeout"`
+	// Env are the variables the command gets besides PATH (the worker's),
+	// HOME and TMPDIR (private ones) and DROVER_WORKSPACE, DROVER_BRANCH
+	// and DROVER_BASE_SHA: "NAME" passes the worker's value when it has
+	// one, "NAME=value" sets value. Nothing else of the worker's
+	// environment reaches the command. Empty: none.
+	Env []string `yaml:"env"`
 }
+
+// Validate checks c and sets its default timeout; errors name path, the
+// command's place in the file ("workspace.setup[0]", "merge.check").
+func (c *Command) Validate(path string) error {
+	bad := func(sub, format string, a ...any) error {
+		return fmt.Errorf("%w: %s.%s: %s", ErrInvalidConfig, path, sub, fmt.Sprintf(format, a...))
+	}
+	if len(c.Argv) == 0 || c.Argv[0] == "" {
+		return bad("argv", "empty")
+	}
+	if c.Timeout < 0 {
+		return bad("timeout", "%v is negative", c.Timeout)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultCommandTimeout
+	}
+	for i, e := range c.Env {
+		name, _, _ := strings.Cut(e, "=")
+		switch {
+		case !envName.MatchString(name):
+			return bad(fmt.Sprintf("env[%d]", i), "%.80q is not NAME or NAME=value", e)
+		case strings.HasPrefix(name, "DROVER_") || name == "HOME" || name == "TMPDIR" || strings.HasPrefix(name, "XDG_"):
+			return bad(fmt.Sprintf("env[%d]", i), "%s is set by Drover", name)
+		}
+	}
+	return nil
+}
+
+// envName is a variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Config configures workspaces. The zero value is "off".
 type Config struct {
@@ -78,6 +117,10 @@ type Config struct {
 	MaxPatchBytes int `yaml:"max_patch_bytes"`
 	// GitTimeout bounds one git command (default 5 minutes).
 	GitTimeout time.Duration `yaml:"git_timeout"`
+	// Sandbox contains the setup and cleanup commands and the merge check
+	// (the worker sets it from the sandbox: section). nil: uncontained, as
+	// sandbox mode none; their environment is built all the same.
+	Sandbox *sandbox.Sandbox `yaml:"-"`
 }
 
 // Enabled reports whether workspaces are on: a repository is named.
@@ -134,14 +177,8 @@ func (c *Config) Validate() error {
 	for i, cmds := range [][]Command{c.Setup, c.Cleanup} {
 		field := [...]string{"setup", "cleanup"}[i]
 		for j := range cmds {
-			if len(cmds[j].Argv) == 0 || cmds[j].Argv[0] == "" {
-				return bad(fmt.Sprintf("%s[%d].argv", field, j), "empty")
-			}
-			if cmds[j].Timeout < 0 {
-				return bad(fmt.Sprintf("%s[%d].timeout", field, j), "%v is negative", cmds[j].Timeout)
-			}
-			if cmds[j].Timeout == 0 {
-				cmds[j].Timeout = DefaultCommandTimeout
+			if err := cmds[j].Validate(fmt.Sprintf("workspace.%s[%d]", field, j)); err != nil {
+				return err
 			}
 		}
 	}

@@ -138,7 +138,7 @@ func (s *Scratch) Merge(ctx context.Context, head, msg string, rebase bool) (str
 // Run runs c in the scratch worktree (no shell, its timeout); the error
 // holds the tail of its output.
 func (s *Scratch) Run(ctx context.Context, c Command) error {
-	return runCommand(ctx, s.dir, c, []string{"DROVER_WORKSPACE=" + s.dir})
+	return s.m.runCommand(ctx, s.SandboxPaths(), c, []string{"DROVER_WORKSPACE=" + s.dir})
 }
 
 // Close removes the scratch worktree.

@@ -99,7 +99,7 @@ func (m *Manager) open1(ctx context.Context, w *Workspace, s Spec) error {
 		return fmt.Errorf("%w: copy_ignored: %v", ErrSetupFailed, err)
 	}
 	for i, c := range m.cfg.Setup {
-		if err := runCommand(ctx, w.dir, c, w.env()); err != nil {
+		if err := m.runCommand(ctx, w.SandboxPaths(), c, w.env()); err != nil {
 			return fmt.Errorf("%w: setup[%d] %s: %v", ErrSetupFailed, i, c.Argv[0], err)
 		}
 	}
@@ -256,7 +256,7 @@ func (w *Workspace) release(ctx context.Context, keep bool, cause error) error {
 	}
 	if cause == nil {
 		for i, c := range m.cfg.Cleanup {
-			if err := runCommand(ctx, w.dir, c, w.env()); err != nil {
+			if err := m.runCommand(ctx, w.SandboxPaths(), c, w.env()); err != nil {
 				m.log.Warn("cleanup command failed", "index", i, "argv0", c.Argv[0], "branch", w.branch, "err", err)
 			}
 		}
