@@ -100,7 +100,7 @@ func New(cfg Config, log *slog.Logger) (*Manager, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	home := filepath.Join(cfg.Dir, "home")
-	g, err := newGitRunner(home, cfg.GitTimeout)
+	g, err := newGitRunner(home, filepath.Join(cfg.Dir, "mirror.git"), filepath.Join(cfg.Dir, "tmp"), cfg.GitTimeout)
 	if err != nil {
 		return nil, err
 	}

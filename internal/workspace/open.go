@@ -106,7 +106,11 @@ func (m *Manager) open1(ctx context.Context, w *Workspace, s Spec) error {
 	return nil
 }
 
-// checkout puts the branch at start in a reused worktree, or a new one.
+// checkout puts the branch at start and a worktree detached there: a
+// reused one whose links are intact (a checkout of what differs and a
+// clean), else a new one. HEAD is detached so that the agent's own commits
+// write only the worktree's HEAD, never a ref of the mirror; Drover moves
+// the branch. The worktree's private HOME is emptied.
 func (m *Manager) checkout(ctx context.Context, w *Workspace, start string) error {
 	m.mu.Lock()
 	var dir string
@@ -115,37 +119,37 @@ func (m *Manager) checkout(ctx context.Context, w *Workspace, start string) erro
 	}
 	m.mu.Unlock()
 	if dir != "" {
-		m.wtLock.RLock()
-		_, err := m.git.out(ctx, dir, "checkout", "-q", "-f", "--no-recurse-submodules", "-B", w.branch, start)
-		m.wtLock.RUnlock()
+		err := m.checkLinks(dir)
+		if err == nil {
+			m.scrubAdmin(dir)
+			m.wtLock.RLock()
+			_, err = m.git.out(ctx, dir, "checkout", "-q", "-f", "--no-recurse-submodules", "--detach", start)
+			m.wtLock.RUnlock()
+		}
 		if err == nil {
 			_, err = m.git.out(ctx, dir, "clean", "-q", "-ffdx")
 		}
 		if err == nil {
 			w.dir = dir
-			return nil
+		} else {
+			m.log.Warn("reused worktree failed to reset, replacing it", "dir", dir, "err", err)
+			m.remove(ctx, dir)
 		}
-		m.log.Warn("reused worktree failed to reset, replacing it", "dir", dir, "err", err)
-		m.remove(ctx, dir)
 	}
-	m.mu.Lock()
-	m.nextID++
-	dir = filepath.Join(m.wtRoot, "w"+strconv.Itoa(m.nextID))
-	m.mu.Unlock()
-	// Only the admin directory is made under the lock; the files are
-	// written after it.
-	m.wtLock.Lock()
-	_, err := m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "add", "-q", "--no-checkout", "-B", w.branch, dir, start)
-	m.wtLock.Unlock()
-	if err == nil {
-		_, err = m.git.out(ctx, dir, "reset", "-q", "--hard", "--no-recurse-submodules")
+	if w.dir == "" {
+		m.mu.Lock()
+		m.nextID++
+		dir = filepath.Join(m.wtRoot, "w"+strconv.Itoa(m.nextID))
+		m.mu.Unlock()
+		if err := m.addWorktree(ctx, dir, start); err != nil {
+			return err
+		}
+		w.dir = dir
 	}
-	if err != nil {
-		m.remove(ctx, dir)
-		return fmt.Errorf("workspace: worktree add: %w", err)
+	if _, err := m.git.out(ctx, "", "--git-dir", m.mirror, "update-ref", "-m", "drover: open", "refs/heads/"+w.branch, start); err != nil {
+		return fmt.Errorf("workspace: branch %s: %w", w.branch, err)
 	}
-	w.dir = dir
-	return nil
+	return m.resetHome(w.dir)
 }
 
 // haveCommit makes sure the mirror holds sha: fetching, then asking the
@@ -220,7 +224,7 @@ func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
 		}
 	}
 	m.mu.Unlock()
-	if keptDir != "" {
+	if keptDir != "" { // kept before HEADs were detached: detach it
 		if head, err := m.git.out(ctx, keptDir, "rev-parse", "HEAD"); err == nil {
 			_, _ = m.git.out(ctx, keptDir, "update-ref", "--no-deref", "HEAD", head)
 		}
@@ -270,9 +274,13 @@ func (w *Workspace) release(ctx context.Context, keep bool, cause error) error {
 		m.mu.Unlock()
 		return nil
 	}
-	// Detach HEAD (at the last recorded head: the next Open resets the
-	// worktree anyway) so the branch can be opened in another worktree.
-	_, err := m.git.out(ctx, w.dir, "update-ref", "--no-deref", "HEAD", w.head)
+	// A worktree whose links the agent changed is not reused. HEAD is
+	// detached at the last recorded head (the next Open resets the
+	// worktree anyway).
+	err := m.checkLinks(w.dir)
+	if err == nil {
+		_, err = m.git.out(ctx, w.dir, "update-ref", "--no-deref", "HEAD", w.head)
+	}
 	m.mu.Lock()
 	reuse := err == nil && !m.closed && (m.slots == nil || len(m.free) < cap(m.slots))
 	if reuse {
@@ -291,14 +299,17 @@ func (m *Manager) freeSlot() {
 	}
 }
 
-// remove deletes a worktree directory and its registration.
+// remove deletes a worktree directory, its admin directory (whatever its
+// gitdir file says), its registration and its private HOME.
 func (m *Manager) remove(ctx context.Context, dir string) {
 	if err := os.RemoveAll(dir); err != nil {
 		m.log.Warn("remove worktree", "dir", dir, "err", err)
 	}
 	_ = os.Remove(dir + keptSuffix)
+	_ = os.RemoveAll(m.homeDir(dir))
 	m.wtLock.Lock()
 	defer m.wtLock.Unlock()
+	_ = os.RemoveAll(m.git.adminDir(dir))
 	_, _ = m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "prune")
 }
 
