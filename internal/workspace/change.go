@@ -83,7 +83,7 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 	if err != nil {
 		return Change{}, fmt.Errorf("workspace: write-tree: %w", err)
 	}
-	if err := w.m.noNewGitlinks(ctx, w.base, tree); err != nil {
+	if err := w.m.checkTree(ctx, w.base, tree); err != nil {
 		return Change{}, err
 	}
 	trees, err := g.out(ctx, "", "--git-dir", w.m.mirror, "rev-parse", cur+"^{tree}", w.head+"^{tree}")

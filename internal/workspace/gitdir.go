@@ -116,12 +116,17 @@ func (m *Manager) resetHome(dir string) error {
 	return nil
 }
 
-// noNewGitlinks refuses a tree holding a gitlink (a nested repository or
+// checkTree refuses a tree that adds a gitlink (a nested repository or
 // submodule entry, mode 160000) at a path where base has none: Drover would
 // record a pointer into a repository nobody has, and git would descend into
-// it later.
-func (m *Manager) noNewGitlinks(ctx context.Context, base, tree string) error {
+// it later. It also refuses a path git itself never writes (a ".git"
+// component, "." or "..", an empty one), which only an index an agent
+// forged can hold.
+func (m *Manager) checkTree(ctx context.Context, base, tree string) error {
 	raw, err := m.git.run(ctx, gitCall{args: []string{"--git-dir", m.mirror, "diff-tree", "-r", "-z", "--no-renames", base, tree}, limit: 16 << 20})
+	if err == errOutputLimit {
+		return fmt.Errorf("%w: the list of changed paths is over 16 MiB", ErrChangeTooLarge)
+	}
 	if err != nil {
 		return fmt.Errorf("workspace: diff-tree: %w", err)
 	}
@@ -131,10 +136,16 @@ func (m *Manager) noNewGitlinks(ctx context.Context, base, tree string) error {
 		if len(f) != 5 || !strings.HasPrefix(f[0], ":") {
 			continue
 		}
-		if f[1] == "160000" && f[0] != ":160000" {
-			return gitlinkError(string(recs[i+1]))
-		}
 		i++
+		path := string(recs[i])
+		if f[1] == "160000" && f[0] != ":160000" {
+			return gitlinkError(path)
+		}
+		for _, c := range strings.Split(path, "/") {
+			if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
+				return fmt.Errorf("%w: the index holds the path %.200q, which git never writes", ErrWorkspaceBroken, path)
+			}
+		}
 	}
 	return nil
 }

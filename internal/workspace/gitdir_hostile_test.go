@@ -1,7 +1,11 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -300,4 +304,46 @@ func TestCopyIgnoredNeverWritesThroughALink(t *testing.T) {
 	w := openTask(t, m, repo.base, "T2") // another task is untouched
 	_, err = os.Stat(filepath.Join(w.Dir(), "conf", "app.env"))
 	require.NoError(t, err)
+}
+
+// TestForgedIndexPathRefused: an index the agent wrote by hand with a path
+// git never writes (under .git) is refused before it becomes a commit.
+func TestForgedIndexPathRefused(t *testing.T) {
+	t.Parallel()
+	repo := newTestRepo(t)
+	m := newManager(t, repo.remote, nil)
+	w := openTask(t, m, repo.base, "T1")
+	blob := gitT(t, m.mirror, "rev-parse", repo.base+":README.md")
+	writeFile(t, w.Dir(), "a/.git/hooks/pre-commit", gitT(t, m.mirror, "cat-file", "blob", blob)+"\n")
+	forgeIndex(t, filepath.Join(m.git.adminDir(w.Dir()), "index"), blob, "README.md", "a/.git/hooks/pre-commit")
+	_, err := w.Commit(context.Background(), Trailers{Workflow: "wf", Task: "T1", Attempt: 1}, "")
+	require.ErrorIs(t, err, ErrWorkspaceBroken)
+	assert.Contains(t, err.Error(), "git never writes")
+	head, err := w.Head(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, repo.base, head)
+}
+
+// forgeIndex writes a version 2 index holding blob at each path (sorted),
+// as git would but without its path checks.
+func forgeIndex(t *testing.T, file, blob string, paths ...string) {
+	t.Helper()
+	id, err := hex.DecodeString(blob)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	b.WriteString("DIRC")
+	_ = binary.Write(&b, binary.BigEndian, []uint32{2, uint32(len(paths))})
+	for _, p := range paths {
+		start := b.Len()
+		_ = binary.Write(&b, binary.BigEndian, []uint32{0, 0, 0, 0, 0, 0, 0o100644, 0, 0, 0})
+		b.Write(id)
+		_ = binary.Write(&b, binary.BigEndian, uint16(len(p)))
+		b.WriteString(p)
+		for pad := 8 - (b.Len()-start)%8; pad > 0; pad-- {
+			b.WriteByte(0)
+		}
+	}
+	sum := sha1.Sum(b.Bytes())
+	b.Write(sum[:])
+	require.NoError(t, os.WriteFile(file, b.Bytes(), 0o644))
 }
