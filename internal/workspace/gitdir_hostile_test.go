@@ -347,3 +347,37 @@ func forgeIndex(t *testing.T, file, blob string, paths ...string) {
 	b.Write(sum[:])
 	require.NoError(t, os.WriteFile(file, b.Bytes(), 0o644))
 }
+
+// TestBranchWithAgentCommitsTakenOver: a task's pushed branch whose agent
+// committed itself (its commits beneath Drover's) is the task's own to take
+// over on a new base; one whose tip is an agent's commit is not.
+func TestBranchWithAgentCommitsTakenOver(t *testing.T) {
+	t.Parallel()
+	repo := newTestRepo(t)
+	ctx := context.Background()
+	m := newManager(t, repo.remote, nil)
+	w := openTask(t, m, repo.base, "T1")
+	writeFile(t, w.Dir(), "mine.txt", "mine\n")
+	gitT(t, w.Dir(), "add", "mine.txt")
+	gitT(t, w.Dir(), "commit", "-q", "-m", "the agent's own")
+	agentCommit := gitT(t, w.Dir(), "rev-parse", "HEAD")
+	ch, err := w.Commit(ctx, Trailers{Workflow: "wf", Task: "T1", Attempt: 1}, "")
+	require.NoError(t, err)
+	require.NoError(t, m.Push(ctx, w.Branch(), ch.Head))
+	require.NoError(t, w.Release(ctx, false))
+	other := pushTask(t, m, repo.base, "T3", map[string]string{"t3.txt": "merged\n"})
+	require.NoError(t, m.PushTarget(ctx, "main", repo.base, other))
+
+	m2 := newManager(t, repo.remote, nil)
+	w2, err := m2.Open(ctx, Spec{Workflow: "wf", Task: "T1", Branch: "drover/wf/T1", Base: other})
+	require.NoError(t, err)
+	require.NoError(t, w2.Release(ctx, false))
+
+	// The agent's commit alone as the tip of a branch: not Drover's.
+	src := filepath.Join(t.TempDir(), "src")
+	gitT(t, filepath.Dir(src), "clone", "-q", repo.remote, src)
+	gitT(t, src, "push", "-q", "origin", agentCommit+":refs/heads/drover/wf/T9")
+	m3 := newManager(t, repo.remote, nil)
+	_, err = m3.Open(ctx, Spec{Workflow: "wf", Task: "T9", Branch: "drover/wf/T9", Base: other})
+	require.ErrorIs(t, err, ErrBranchExists)
+}

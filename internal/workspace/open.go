@@ -181,11 +181,10 @@ func (m *Manager) descends(ctx context.Context, base, commit string) bool {
 }
 
 // checkBranch refuses a branch that exists, here or on the remote, unless it
-// is at the base, at the head the task's last attempt recorded (which may
-// hold the agent's own commits), or Drover made it for the same workflow
-// and task (every commit of it the base does not hold carries their
-// trailers). A
-// branch held by a kept worktree is detached there first.
+// is at the base, at the head the task's last attempt recorded, or Drover
+// made it for the same workflow and task (its tip, and every commit of it
+// the base does not hold but an agent's own beneath Drover's, carry their
+// trailers). A branch held by a kept worktree is detached there first.
 func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
 	refs, err := m.git.out(ctx, "", "--git-dir", m.mirror, "for-each-ref", "--format=%(refname)%00%(objectname)",
 		"refs/heads/"+s.Branch, "refs/remotes/origin/"+s.Branch)
@@ -203,17 +202,22 @@ func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
 		// A branch need not descend from the base: a task the merge queue
 		// sent back is pinned again on the new target head, and its branch
 		// is taken over when what it holds beyond that base is Drover's.
-		out, err := m.git.out(ctx, "", "--git-dir", m.mirror, "log", "--max-count=1000",
+		// The tip must be Drover's commit for the task; beneath it, commits
+		// without trailers are an agent's own, which Drover's commit
+		// recorded on top.
+		out, err := m.git.out(ctx, "", "--git-dir", m.mirror, "log", "--topo-order", "--max-count=1000",
 			"--format=%(trailers:key=Drover-Workflow,valueonly,separator=%x2C)%x00%(trailers:key=Drover-Task,valueonly,separator=%x2C)",
 			s.Base+".."+sha)
 		if err != nil {
 			return fmt.Errorf("workspace: %s: %w", s.Branch, err)
 		}
-		for _, line := range strings.Split(out, "\n") {
+		for i, line := range strings.Split(out, "\n") {
 			wf, task, _ := strings.Cut(line, "\x00")
-			if strings.TrimSpace(wf) != s.Workflow || strings.TrimSpace(task) != s.Task {
-				return fmt.Errorf("%w: %s holds commits not made by Drover for %s/%s", ErrBranchExists, s.Branch, s.Workflow, s.Task)
+			wf, task = strings.TrimSpace(wf), strings.TrimSpace(task)
+			if (i > 0 && wf == "" && task == "") || (wf == s.Workflow && task == s.Task) {
+				continue
 			}
+			return fmt.Errorf("%w: %s holds commits not made by Drover for %s/%s", ErrBranchExists, s.Branch, s.Workflow, s.Task)
 		}
 	}
 	m.mu.Lock()
