@@ -381,3 +381,24 @@ func TestBranchWithAgentCommitsTakenOver(t *testing.T) {
 	_, err = m3.Open(ctx, Spec{Workflow: "wf", Task: "T9", Branch: "drover/wf/T9", Base: other})
 	require.ErrorIs(t, err, ErrBranchExists)
 }
+
+// TestScratchResetMovesNoRef: a merge check that points the scratch
+// worktree's HEAD at a task's branch cannot make the next Reset move that
+// branch.
+func TestScratchResetMovesNoRef(t *testing.T) {
+	t.Parallel()
+	repo := newTestRepo(t)
+	ctx := context.Background()
+	m := newManager(t, repo.remote, nil)
+	a := pushTask(t, m, repo.base, "A", map[string]string{"a.txt": "a\n"})
+	s, err := m.Scratch(ctx, a)
+	require.NoError(t, err)
+	defer s.Close(ctx)
+	// What a hostile check writes in the admin directory it can write.
+	require.NoError(t, os.WriteFile(filepath.Join(m.git.adminDir(s.Dir()), "HEAD"), []byte("ref: refs/heads/drover/wf/A\n"), 0o644))
+	require.NoError(t, s.Reset(ctx, repo.base))
+	assert.Equal(t, a, gitT(t, m.mirror, "rev-parse", "refs/heads/drover/wf/A"), "the task's branch did not move")
+	head, err := s.Head(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, repo.base, head)
+}
