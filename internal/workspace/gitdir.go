@@ -123,12 +123,18 @@ func (m *Manager) resetHome(dir string) error {
 // component, "." or "..", an empty one), which only an index an agent
 // forged can hold.
 func (m *Manager) checkTree(ctx context.Context, base, tree string) error {
-	raw, err := m.git.run(ctx, gitCall{args: []string{"--git-dir", m.mirror, "diff-tree", "-r", "-z", "--no-renames", base, tree}, limit: 16 << 20})
+	return m.checkRaw(ctx, "diff-tree", "-r", "-z", "--no-renames", base, tree)
+}
+
+// checkRaw runs a git command printing raw diff records (-z) and applies
+// checkTree's rules to every record.
+func (m *Manager) checkRaw(ctx context.Context, args ...string) error {
+	raw, err := m.git.run(ctx, gitCall{args: append([]string{"--git-dir", m.mirror}, args...), limit: 16 << 20})
 	if err == errOutputLimit {
 		return fmt.Errorf("%w: the list of changed paths is over 16 MiB", ErrChangeTooLarge)
 	}
 	if err != nil {
-		return fmt.Errorf("workspace: diff-tree: %w", err)
+		return fmt.Errorf("workspace: %s: %w", args[0], err)
 	}
 	recs := bytes.Split(raw, []byte{0})
 	for i := 0; i+1 < len(recs); i++ {
@@ -143,7 +149,7 @@ func (m *Manager) checkTree(ctx context.Context, base, tree string) error {
 		}
 		for _, c := range strings.Split(path, "/") {
 			if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
-				return fmt.Errorf("%w: the index holds the path %.200q, which git never writes", ErrWorkspaceBroken, path)
+				return fmt.Errorf("%w: a tree holds the path %.200q, which git never writes", ErrWorkspaceBroken, path)
 			}
 		}
 	}
@@ -159,8 +165,9 @@ func gitlinkError(path string) error {
 var droverLine = regexp.MustCompile(`(?im)^[ \t]*drover-[a-z0-9-]*[ \t]*:`)
 
 // checkAgentCommits refuses the agent's own commits (from..to) when one of
-// their messages holds a Drover- trailer line: the trailers are Drover's
-// alone, and other parts of Drover read them.
+// their messages holds a Drover- trailer line (the trailers are Drover's
+// alone, and other parts of Drover read them) or one of them adds what
+// checkTree refuses.
 func (m *Manager) checkAgentCommits(ctx context.Context, from, to string) error {
 	out, err := m.git.run(ctx, gitCall{args: []string{"--git-dir", m.mirror, "log", "-z", "--format=%H%n%B", from + ".." + to}, limit: 16 << 20})
 	if err == errOutputLimit {
@@ -176,5 +183,8 @@ func (m *Manager) checkAgentCommits(ctx context.Context, from, to string) error 
 				ErrWorkspaceBroken, sha, strings.TrimSpace(string(msg[loc[0]:loc[1]])))
 		}
 	}
-	return nil
+	// Each of the agent's commits goes to the remote with the branch: none
+	// may add a gitlink or a path git never writes, even one a later
+	// commit takes away (-m: a merge against each parent).
+	return m.checkRaw(ctx, "log", "-m", "-r", "--raw", "-z", "--no-renames", "--no-abbrev", "--format=", from+".."+to)
 }

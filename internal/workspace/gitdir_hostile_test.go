@@ -402,3 +402,26 @@ func TestScratchResetMovesNoRef(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, repo.base, head)
 }
+
+// TestAgentHistoryChecked: a gitlink one of the agent's commits adds and a
+// later one takes away still fails the attempt: every commit is pushed.
+func TestAgentHistoryChecked(t *testing.T) {
+	t.Parallel()
+	repo := newTestRepo(t)
+	m := newManager(t, repo.remote, nil)
+	w := openTask(t, m, repo.base, "T1")
+	sub := filepath.Join(w.Dir(), "sub")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	gitT(t, sub, "init", "-q")
+	writeFile(t, sub, "f.txt", "f\n")
+	gitT(t, sub, "add", "-A")
+	gitT(t, sub, "commit", "-q", "-m", "nested")
+	gitT(t, w.Dir(), "add", "sub")
+	gitT(t, w.Dir(), "commit", "-q", "-m", "add a gitlink")
+	gitT(t, w.Dir(), "rm", "-q", "--cached", "sub")
+	gitT(t, w.Dir(), "commit", "-q", "-m", "take it away")
+	require.NoError(t, os.RemoveAll(sub))
+	_, err := w.Commit(context.Background(), Trailers{Workflow: "wf", Task: "T1", Attempt: 1}, "")
+	require.ErrorIs(t, err, ErrWorkspaceBroken)
+	assert.Contains(t, err.Error(), "nested git repository")
+}
