@@ -425,3 +425,31 @@ func TestAgentHistoryChecked(t *testing.T) {
 	require.ErrorIs(t, err, ErrWorkspaceBroken)
 	assert.Contains(t, err.Error(), "nested git repository")
 }
+
+// TestOverridesBeatTheMirrorsConfig: with no sandbox an agent can write the
+// mirror's own config; the command-line overrides still keep fsmonitor,
+// hooks and the pager from running.
+func TestOverridesBeatTheMirrorsConfig(t *testing.T) {
+	t.Parallel()
+	repo := newTestRepo(t)
+	m := newManager(t, repo.remote, nil)
+	marker := filepath.Join(t.TempDir(), "marker")
+	script := evilScript(t, marker)
+	hooks := t.TempDir()
+	for _, h := range []string{"post-index-change", "reference-transaction", "post-checkout", "pre-push", "post-commit"} {
+		require.NoError(t, os.Symlink(script, filepath.Join(hooks, h)))
+	}
+	w := openTask(t, m, repo.base, "T1")
+	for _, kv := range [][2]string{{"core.fsmonitor", script}, {"core.hooksPath", hooks}, {"core.pager", script}, {"core.alternateRefsCommand", script}} {
+		gitT(t, m.mirror, "config", kv[0], kv[1])
+	}
+	writeFile(t, w.Dir(), "x.txt", "x\n")
+	ch, err := w.Commit(context.Background(), Trailers{Workflow: "wf", Task: "T1", Attempt: 1}, "")
+	require.NoError(t, err)
+	require.NoError(t, m.Push(context.Background(), w.Branch(), ch.Head))
+	require.NoError(t, w.Release(context.Background(), false))
+	w2 := openTask(t, m, repo.base, "T2") // reuses the worktree: checkout, clean
+	require.NotNil(t, w2)
+	_, err = os.Stat(marker)
+	require.ErrorIs(t, err, os.ErrNotExist, "a program the mirror's config named was run")
+}
