@@ -47,13 +47,19 @@ type Trailers struct {
 	EventID        string
 }
 
-// Commit records whatever the agent changed: its own commits (kept, when
-// they descend from the task's head, even made on a detached HEAD or another
-// branch) and everything else in the worktree, added and committed with the
-// trailers. It returns the change from the base; Empty when nothing changed
-// since the previous head. A removed worktree, a conflicted index or a HEAD
-// moved off the task's history is ErrWorkspaceBroken; more than MaxPatchBytes
-// added, or a patch over it, is ErrChangeTooLarge (nothing is committed).
+// Commit records whatever the agent changed: its own commits (kept as they
+// are, when they descend from the task's head, made on the detached HEAD
+// Open leaves or on another branch) and everything else in the worktree,
+// added and committed with the trailers. Whenever there is something to
+// record the head is Drover's commit with the trailers, on top of the
+// agent's commits (an empty one when the agent committed everything
+// itself); Drover alone moves the branch, and HEAD is left detached there.
+// It returns the change from the base; Empty when nothing changed since the
+// previous head. A removed worktree or a changed .git, a conflicted index,
+// a HEAD moved off the task's history, a nested repository the base does
+// not have, or an agent's commit message with a Drover- trailer line is
+// ErrWorkspaceBroken; more than MaxPatchBytes added, or a patch over it, is
+// ErrChangeTooLarge (nothing is committed).
 func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Change, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -61,9 +67,14 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 		return Change{}, err
 	}
 	g := w.m.git
-	cur, err := w.attach(ctx)
+	cur, detached, err := w.attach(ctx)
 	if err != nil {
 		return Change{}, err
+	}
+	if cur != w.head {
+		if err := w.m.checkAgentCommits(ctx, w.head, cur); err != nil {
+			return Change{}, err
+		}
 	}
 	if err := w.addAll(ctx); err != nil {
 		return Change{}, err
@@ -72,7 +83,10 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 	if err != nil {
 		return Change{}, fmt.Errorf("workspace: write-tree: %w", err)
 	}
-	trees, err := g.out(ctx, w.dir, "rev-parse", cur+"^{tree}", w.head+"^{tree}")
+	if err := w.m.checkTree(ctx, w.base, tree); err != nil {
+		return Change{}, err
+	}
+	trees, err := g.out(ctx, "", "--git-dir", w.m.mirror, "rev-parse", cur+"^{tree}", w.head+"^{tree}")
 	if err != nil {
 		return Change{}, err
 	}
@@ -82,21 +96,21 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 		return Change{}, err
 	}
 	head := cur
-	if tree != curTree {
-		head, err = g.out(ctx, w.dir, "commit-tree", tree, "-p", cur, "-m", commitMessage(message, t))
+	if tree != curTree || cur != w.head {
+		head, err = g.out(ctx, "", "--git-dir", w.m.mirror, "commit-tree", tree, "-p", cur, "-m", commitMessage(message, t))
 		if err != nil {
 			return Change{}, fmt.Errorf("workspace: commit: %w", err)
 		}
-		if _, err := g.out(ctx, w.dir, "update-ref", "-m", "drover: commit", "refs/heads/"+w.branch, head, cur); err != nil {
-			return Change{}, fmt.Errorf("workspace: update-ref: %w", err)
-		}
+	}
+	if err := w.setHead(ctx, head, cur, detached); err != nil {
+		return Change{}, err
 	}
 	switch {
-	case cur == w.head && head == cur:
+	case head == w.head:
 	case cur == w.head:
 		ch.Commits = 1 // Drover's own commit only
 	default:
-		n, err := g.out(ctx, w.dir, "rev-list", "--count", w.head+".."+head)
+		n, err := g.out(ctx, "", "--git-dir", w.m.mirror, "rev-list", "--count", w.head+".."+head)
 		if err != nil {
 			return Change{}, err
 		}
@@ -109,12 +123,19 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 
 // addAll stages everything the agent changed, found with one status pass
 // (untracked cache on) and added by name, after refusing, before anything is
-// written to the mirror, changed files that hold more than MaxPatchBytes.
+// written to the mirror, changed files that hold more than MaxPatchBytes
+// and nested repositories (git would add one as a gitlink). The status pass
+// never descends into a repository in the worktree.
 func (w *Workspace) addAll(ctx context.Context) error {
-	out, err := w.m.git.run(ctx, gitCall{dir: w.dir, args: []string{"status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=none"}, limit: 16 << 20})
+	out, err := w.m.git.run(ctx, gitCall{dir: w.dir, args: []string{"status", "--porcelain=v1", "-z", "-uall", "--no-renames", "--ignore-submodules=all"}, limit: 16 << 20})
 	if err != nil {
 		return fmt.Errorf("workspace: status: %w", err)
 	}
+	root, err := os.OpenRoot(w.dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrWorkspaceBroken, err)
+	}
+	defer root.Close()
 	var paths bytes.Buffer
 	var total int64
 	for _, rec := range bytes.Split(out, []byte{0}) {
@@ -125,7 +146,12 @@ func (w *Workspace) addAll(ctx context.Context) error {
 			return fmt.Errorf("%w: the index has unmerged paths (a conflict the agent left unresolved)", ErrWorkspaceBroken)
 		}
 		p := rec[3:]
-		if fi, err := os.Lstat(filepath.Join(w.dir, string(p))); err == nil && fi.Mode().IsRegular() {
+		if bytes.HasSuffix(p, []byte{'/'}) {
+			// With -uall status names a directory only when it is a
+			// repository of its own.
+			return gitlinkError(string(p))
+		}
+		if fi, err := root.Lstat(string(p)); err == nil && fi.Mode().IsRegular() {
 			total += fi.Size()
 		}
 		if total > int64(w.m.cfg.MaxPatchBytes) {
@@ -153,7 +179,7 @@ func (w *Workspace) Diff(ctx context.Context) (Change, error) {
 	if err := w.usable(); err != nil {
 		return Change{}, err
 	}
-	head, err := w.m.git.out(ctx, w.dir, "rev-parse", "-q", "--verify", "refs/heads/"+w.branch)
+	head, err := w.m.git.out(ctx, "", "--git-dir", w.m.mirror, "rev-parse", "-q", "--verify", "refs/heads/"+w.branch)
 	if err != nil {
 		return Change{}, fmt.Errorf("%w: the branch %s: %v", ErrWorkspaceBroken, w.branch, err)
 	}
@@ -183,7 +209,7 @@ func (w *Workspace) Apply(ctx context.Context, p Patch, t Trailers) (Change, err
 		return Change{}, err
 	}
 	cur := w.head
-	curTree, err := g.out(ctx, w.dir, "rev-parse", cur+"^{tree}")
+	curTree, err := g.out(ctx, "", "--git-dir", w.m.mirror, "rev-parse", cur+"^{tree}")
 	if err != nil {
 		return Change{}, err
 	}
@@ -199,16 +225,19 @@ func (w *Workspace) Apply(ctx context.Context, p Patch, t Trailers) (Change, err
 		if t.Attempt == 0 {
 			t.Attempt = p.Attempt
 		}
-		head, err = g.out(ctx, w.dir, "commit-tree", tree, "-p", cur, "-m", commitMessage(fmt.Sprintf("drover: recorded change of attempt %d", p.Attempt), t))
+		head, err = g.out(ctx, "", "--git-dir", w.m.mirror, "commit-tree", tree, "-p", cur, "-m", commitMessage(fmt.Sprintf("drover: recorded change of attempt %d", p.Attempt), t))
 		if err != nil {
 			return Change{}, fmt.Errorf("workspace: commit: %w", err)
 		}
 	}
 	w.m.wtLock.RLock()
-	_, err = g.out(ctx, w.dir, "checkout", "-q", "-f", "-B", w.branch, head)
+	_, err = g.out(ctx, w.dir, "checkout", "-q", "-f", "--no-recurse-submodules", "--detach", head)
 	w.m.wtLock.RUnlock()
 	if err != nil {
 		return Change{}, fmt.Errorf("workspace: checkout: %w", err)
+	}
+	if err := w.setHead(ctx, head, head, true); err != nil {
+		return Change{}, err
 	}
 	ch, err := w.m.change(ctx, w.base, head)
 	if err != nil {

@@ -50,7 +50,7 @@ func TestCommitRecordsEveryKindOfAgent(t *testing.T) {
 		{"commits everything itself", func(t *testing.T, dir string) {
 			writeFile(t, dir, "a/one.txt", "uno\n")
 			gitT(t, dir, "commit", "-q", "-am", "agent's own commit")
-		}, false, 1, map[string]FileStat{"a/one.txt": {Added: 1, Removed: 1, Status: "M"}}},
+		}, false, 2, map[string]FileStat{"a/one.txt": {Added: 1, Removed: 1, Status: "M"}}},
 		{"changes nothing", func(t *testing.T, dir string) {}, true, 0, map[string]FileStat{}},
 		{"deletes a file", func(t *testing.T, dir string) {
 			require.NoError(t, os.Remove(filepath.Join(dir, "a/two.txt")))

@@ -82,11 +82,18 @@ func commandEnv(named, drover []string, lookup func(string) (string, bool)) []st
 // copyIgnored copies the CopyIgnored paths and globs from CopyFrom into dir.
 // Directories are copied recursively, symbolic links and other special
 // files skipped, at most DefaultMaxCopyBytes in all; nothing outside
-// CopyFrom is read.
+// CopyFrom is read, and nothing outside dir is written: every write is
+// resolved beneath dir (os.Root), so a symbolic link the worktree holds
+// that leads out of it is an error, never written through.
 func (m *Manager) copyIgnored(dir string) error {
 	if len(m.cfg.CopyIgnored) == 0 {
 		return nil
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	src := m.cfg.CopyFrom
 	budget := int64(DefaultMaxCopyBytes)
 	for _, pattern := range m.cfg.CopyIgnored {
@@ -99,7 +106,7 @@ func (m *Manager) copyIgnored(dir string) error {
 			if err != nil || rel == "." || strings.HasPrefix(rel, "..") || rel == ".git" || strings.HasPrefix(rel, ".git"+string(filepath.Separator)) {
 				continue
 			}
-			if err := copyTree(from, filepath.Join(dir, rel), &budget); err != nil {
+			if err := copyTree(from, root, rel, &budget); err != nil {
 				return fmt.Errorf("%s: %w", rel, err)
 			}
 		}
@@ -107,7 +114,8 @@ func (m *Manager) copyIgnored(dir string) error {
 	return nil
 }
 
-func copyTree(from, to string, budget *int64) error {
+// copyTree copies from (a file or a directory) to the path to beneath root.
+func copyTree(from string, root *os.Root, to string, budget *int64) error {
 	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -119,7 +127,7 @@ func copyTree(from, to string, budget *int64) error {
 			if d.Name() == ".git" {
 				return filepath.SkipDir
 			}
-			return os.MkdirAll(target, 0o755)
+			return root.MkdirAll(target, 0o755)
 		case !d.Type().IsRegular():
 			return nil
 		}
@@ -130,21 +138,23 @@ func copyTree(from, to string, budget *int64) error {
 		if *budget -= fi.Size(); *budget < 0 {
 			return errors.New("over 64 MiB copied")
 		}
-		return copyFile(p, target, fi.Mode().Perm())
+		return copyFile(p, root, target, fi.Mode().Perm())
 	})
 }
 
-func copyFile(from, to string, perm fs.FileMode) error {
+// copyFile copies the regular file from to the path to beneath root,
+// replacing what is there (a link is removed, never written through).
+func copyFile(from string, root *os.Root, to string, perm fs.FileMode) error {
 	in, err := os.Open(from)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+	if err := root.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
-	_ = os.Remove(to) // never write through a link the worktree holds
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	_ = root.Remove(to)
+	out, err := root.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}

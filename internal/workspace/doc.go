@@ -10,8 +10,10 @@
 // whole tree.
 //
 // Git is the real git binary, started with an argv (never a shell), a clean
-// environment (GIT_CONFIG_NOSYSTEM, a private HOME, no terminal prompt) and a
-// timeout. Everything an agent leaves in a worktree is untrusted: sizes are
+// environment (GIT_CONFIG_NOSYSTEM, a private HOME, no terminal prompt), the
+// git dir, common dir and work tree named explicitly (never found through a
+// file an agent can write), command-line overrides of the keys that run
+// programs, and a timeout. Everything an agent leaves in a worktree is untrusted: sizes are
 // bounded, commit messages sanitised, and a broken worktree fails only its
 // own task.
 //

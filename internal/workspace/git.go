@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,11 +19,15 @@ const maxStderr = 2048
 // errOutputLimit cancels a git command whose stdout passed its bound.
 var errOutputLimit = errors.New("output over its bound")
 
-// gitRunner starts the git binary with an argv and a clean environment.
+// gitRunner starts the git binary with an argv, a clean environment, the
+// repository named explicitly (never discovered from a directory an agent
+// can write) and configuration overrides that no file can undo.
 type gitRunner struct {
 	bin     string
 	env     []string
 	timeout time.Duration
+	mirror  string // the bare mirror: the common dir of every worktree
+	cwd     string // the working directory of commands outside a worktree
 }
 
 // passEnv are the variables of the worker's environment git may see: what
@@ -32,7 +38,46 @@ var passEnv = []string{
 	"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
 }
 
-func newGitRunner(home string, timeout time.Duration) (*gitRunner, error) {
+// overrides are set on every git command as command-line configuration
+// (GIT_CONFIG_COUNT, the same precedence as -c, above every file): the keys
+// that start programs or reach beyond the repository. They guard against a
+// configuration file Drover did not write; with the repository named
+// explicitly git reads none (the mirror's config and Drover's private
+// global one only).
+var overrides = [][2]string{
+	{"core.fsmonitor", "false"},
+	{"core.hooksPath", os.DevNull}, // no hook can exist below a device
+	{"core.pager", "cat"},
+	{"core.editor", "false"},
+	{"sequence.editor", "false"},
+	{"core.askPass", ""},
+	{"core.sshCommand", "ssh"}, // GIT_SSH_COMMAND from the operator still wins
+	{"core.alternateRefsCommand", "true"},
+	{"protocol.ext.allow", "never"},
+	{"submodule.recurse", "false"},
+	{"fetch.recurseSubmodules", "false"},
+	{"push.recurseSubmodules", "no"},
+	{"status.submoduleSummary", "false"},
+	{"commit.gpgSign", "false"},
+	{"merge.verifySignatures", "false"},
+	{"push.gpgSign", "false"},
+	{"gc.auto", "0"},
+	{"maintenance.auto", "false"},
+}
+
+// configEnv is overrides as GIT_CONFIG_COUNT variables.
+func configEnv() []string {
+	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(overrides))}
+	for i, kv := range overrides {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
+	}
+	return env
+}
+
+// newGitRunner returns a runner for the mirror; home is git's private HOME
+// and cwd the working directory of commands outside a worktree (created by
+// Start).
+func newGitRunner(home, mirror, cwd string, timeout time.Duration) (*gitRunner, error) {
 	bin, err := exec.LookPath("git")
 	if err != nil {
 		return nil, fmt.Errorf("workspace: git: %w", err)
@@ -50,18 +95,31 @@ func newGitRunner(home string, timeout time.Duration) (*gitRunner, error) {
 		"GIT_AUTHOR_EMAIL=drover@localhost",
 		"GIT_COMMITTER_NAME=Drover",
 		"GIT_COMMITTER_EMAIL=drover@localhost",
+		"GIT_EDITOR=false",
+		"GIT_SEQUENCE_EDITOR=false",
+		"GIT_PAGER=cat",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		// A command outside a worktree never looks above cwd for a
+		// repository.
+		"GIT_CEILING_DIRECTORIES=" + filepath.Dir(cwd),
 	}
+	env = append(env, configEnv()...)
 	for _, k := range passEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
 	}
-	return &gitRunner{bin: bin, env: env, timeout: timeout}, nil
+	return &gitRunner{bin: bin, env: env, timeout: timeout, mirror: mirror, cwd: cwd}, nil
 }
 
 // gitCall is one git command.
 type gitCall struct {
-	dir   string   // working directory ("" = the process's)
+	// dir is a worktree of the mirror: the command runs in it with its
+	// git dir (the mirror's worktrees/<base name of dir>), the common dir
+	// (the mirror) and the work tree set explicitly, so neither the
+	// worktree's .git file nor the admin dir's commondir is read. Empty:
+	// a command outside any worktree, naming its repository itself.
+	dir   string
 	args  []string // after "git"
 	stdin []byte
 	env   []string // added to the clean environment
@@ -80,8 +138,13 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 		limit = 64 << 20
 	}
 	cmd := exec.CommandContext(ctx, g.bin, c.args...)
-	cmd.Dir = c.dir
 	cmd.Env = append(append([]string(nil), g.env...), c.env...)
+	if c.dir != "" {
+		cmd.Dir = c.dir
+		cmd.Env = append(cmd.Env, "GIT_DIR="+g.adminDir(c.dir), "GIT_COMMON_DIR="+g.mirror, "GIT_WORK_TREE="+c.dir)
+	} else if _, err := os.Stat(g.cwd); err == nil {
+		cmd.Dir = g.cwd
+	}
 	if c.stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.stdin)
 	}
@@ -101,6 +164,12 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 		return stdout.buf.Bytes(), &gitError{args: c.args, err: err, stderr: msg}
 	}
 	return stdout.buf.Bytes(), nil
+}
+
+// adminDir is the git dir of the worktree dir: Drover names every
+// worktree's admin directory after the worktree's base name (addWorktree).
+func (g *gitRunner) adminDir(dir string) string {
+	return filepath.Join(g.mirror, "worktrees", filepath.Base(dir))
 }
 
 // out runs c and returns its stdout trimmed of white space.

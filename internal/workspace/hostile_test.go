@@ -27,7 +27,7 @@ func TestHostileAgents(t *testing.T) {
 		msg     string
 	}{
 		{"conflicted index", func(t *testing.T, dir string) {
-			task := gitT(t, dir, "symbolic-ref", "--short", "HEAD")
+			task := gitT(t, dir, "rev-parse", "HEAD") // Open leaves HEAD detached
 			gitT(t, dir, "checkout", "-q", "-b", "side")
 			writeFile(t, dir, "shared.txt", "side\n")
 			gitT(t, dir, "commit", "-q", "-am", "side")
@@ -94,7 +94,7 @@ func TestHostileAgents(t *testing.T) {
 
 // TestDetachedCommitsAdopted: commits an agent made on a detached HEAD or
 // another branch that descend from the task's head are recorded on the
-// task's branch, and HEAD is put back on it.
+// task's branch, and HEAD is left detached at the recorded head.
 func TestDetachedCommitsAdopted(t *testing.T) {
 	t.Parallel()
 	repo := newTestRepo(t)
@@ -116,7 +116,9 @@ func TestDetachedCommitsAdopted(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, 2, ch.Commits)
 			assert.Len(t, ch.Files, 2)
-			assert.Equal(t, "refs/heads/"+w.Branch(), gitT(t, w.Dir(), "symbolic-ref", "HEAD"))
+			assert.Equal(t, ch.Head, gitT(t, w.Dir(), "rev-parse", "HEAD"))
+			_, err = gitTry(w.Dir(), "symbolic-ref", "-q", "HEAD")
+			assert.Error(t, err, "HEAD is left detached")
 			assert.Equal(t, ch.Head, gitT(t, m.mirror, "rev-parse", "refs/heads/"+w.Branch()))
 			checkPatch(t, repo.remote, ch, treeOf(t, m, ch.Head))
 		})

@@ -65,11 +65,7 @@ func (m *Manager) Scratch(ctx context.Context, commit string) (*Scratch, error) 
 	m.nextID++
 	dir := filepath.Join(m.wtRoot, "merge"+strconv.Itoa(m.nextID))
 	m.mu.Unlock()
-	m.wtLock.Lock()
-	_, err := m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "add", "-q", "--detach", dir, commit)
-	m.wtLock.Unlock()
-	if err != nil {
-		m.remove(ctx, dir)
+	if err := m.addWorktree(ctx, dir, commit); err != nil {
 		return nil, fmt.Errorf("workspace: scratch: %w", err)
 	}
 	return &Scratch{m: m, dir: dir}, nil
@@ -78,9 +74,13 @@ func (m *Manager) Scratch(ctx context.Context, commit string) (*Scratch, error) 
 // Dir is the scratch worktree's directory.
 func (s *Scratch) Dir() string { return s.dir }
 
-// Reset checks commit out, discarding everything else.
+// Reset checks commit out, discarding everything else. HEAD is detached
+// first, so a HEAD the check left pointing at a ref never moves that ref.
 func (s *Scratch) Reset(ctx context.Context, commit string) error {
-	if _, err := s.m.git.out(ctx, s.dir, "reset", "-q", "--hard", "--no-recurse-submodules", commit); err != nil {
+	if _, err := s.m.git.out(ctx, s.dir, "update-ref", "--no-deref", "HEAD", commit); err != nil {
+		return fmt.Errorf("workspace: scratch reset: %w", err)
+	}
+	if _, err := s.m.git.out(ctx, s.dir, "reset", "-q", "--hard", "--no-recurse-submodules"); err != nil {
 		return fmt.Errorf("workspace: scratch reset: %w", err)
 	}
 	_, err := s.m.git.out(ctx, s.dir, "clean", "-q", "-ffdx")

@@ -22,7 +22,8 @@ const diskTTL = 10 * time.Second
 
 // mirrorConfig is set on the mirror at Start: the remote, and git tuned for
 // many files and many worktrees; the hooks path is an empty directory so no
-// hook ever runs.
+// hook ever runs; no worktree's own config.worktree is read (an agent can
+// write its worktree's admin directory).
 func mirrorConfig(repo, hooks string) [][2]string {
 	return [][2]string{
 		{"remote.origin.url", repo},
@@ -45,6 +46,7 @@ func mirrorConfig(repo, hooks string) [][2]string {
 		{"diff.mnemonicPrefix", "false"},
 		{"diff.renames", "false"},
 		{"worktree.guessRemote", "false"},
+		{"extensions.worktreeConfig", "false"},
 	}
 }
 
@@ -100,7 +102,7 @@ func New(cfg Config, log *slog.Logger) (*Manager, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	home := filepath.Join(cfg.Dir, "home")
-	g, err := newGitRunner(home, cfg.GitTimeout)
+	g, err := newGitRunner(home, filepath.Join(cfg.Dir, "mirror.git"), filepath.Join(cfg.Dir, "tmp"), cfg.GitTimeout)
 	if err != nil {
 		return nil, err
 	}

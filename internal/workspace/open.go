@@ -106,7 +106,11 @@ func (m *Manager) open1(ctx context.Context, w *Workspace, s Spec) error {
 	return nil
 }
 
-// checkout puts the branch at start in a reused worktree, or a new one.
+// checkout puts the branch at start and a worktree detached there: a
+// reused one whose links are intact (a checkout of what differs and a
+// clean), else a new one. HEAD is detached so that the agent's own commits
+// write only the worktree's HEAD, never a ref of the mirror; Drover moves
+// the branch. The worktree's private HOME is emptied.
 func (m *Manager) checkout(ctx context.Context, w *Workspace, start string) error {
 	m.mu.Lock()
 	var dir string
@@ -115,37 +119,37 @@ func (m *Manager) checkout(ctx context.Context, w *Workspace, start string) erro
 	}
 	m.mu.Unlock()
 	if dir != "" {
-		m.wtLock.RLock()
-		_, err := m.git.out(ctx, dir, "checkout", "-q", "-f", "--no-recurse-submodules", "-B", w.branch, start)
-		m.wtLock.RUnlock()
+		err := m.checkLinks(dir)
+		if err == nil {
+			m.scrubAdmin(dir)
+			m.wtLock.RLock()
+			_, err = m.git.out(ctx, dir, "checkout", "-q", "-f", "--no-recurse-submodules", "--detach", start)
+			m.wtLock.RUnlock()
+		}
 		if err == nil {
 			_, err = m.git.out(ctx, dir, "clean", "-q", "-ffdx")
 		}
 		if err == nil {
 			w.dir = dir
-			return nil
+		} else {
+			m.log.Warn("reused worktree failed to reset, replacing it", "dir", dir, "err", err)
+			m.remove(ctx, dir)
 		}
-		m.log.Warn("reused worktree failed to reset, replacing it", "dir", dir, "err", err)
-		m.remove(ctx, dir)
 	}
-	m.mu.Lock()
-	m.nextID++
-	dir = filepath.Join(m.wtRoot, "w"+strconv.Itoa(m.nextID))
-	m.mu.Unlock()
-	// Only the admin directory is made under the lock; the files are
-	// written after it.
-	m.wtLock.Lock()
-	_, err := m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "add", "-q", "--no-checkout", "-B", w.branch, dir, start)
-	m.wtLock.Unlock()
-	if err == nil {
-		_, err = m.git.out(ctx, dir, "reset", "-q", "--hard", "--no-recurse-submodules")
+	if w.dir == "" {
+		m.mu.Lock()
+		m.nextID++
+		dir = filepath.Join(m.wtRoot, "w"+strconv.Itoa(m.nextID))
+		m.mu.Unlock()
+		if err := m.addWorktree(ctx, dir, start); err != nil {
+			return err
+		}
+		w.dir = dir
 	}
-	if err != nil {
-		m.remove(ctx, dir)
-		return fmt.Errorf("workspace: worktree add: %w", err)
+	if _, err := m.git.out(ctx, "", "--git-dir", m.mirror, "update-ref", "-m", "drover: open", "refs/heads/"+w.branch, start); err != nil {
+		return fmt.Errorf("workspace: branch %s: %w", w.branch, err)
 	}
-	w.dir = dir
-	return nil
+	return m.resetHome(w.dir)
 }
 
 // haveCommit makes sure the mirror holds sha: fetching, then asking the
@@ -177,11 +181,10 @@ func (m *Manager) descends(ctx context.Context, base, commit string) bool {
 }
 
 // checkBranch refuses a branch that exists, here or on the remote, unless it
-// is at the base, at the head the task's last attempt recorded (which may
-// hold the agent's own commits), or Drover made it for the same workflow
-// and task (every commit of it the base does not hold carries their
-// trailers). A
-// branch held by a kept worktree is detached there first.
+// is at the base, at the head the task's last attempt recorded, or Drover
+// made it for the same workflow and task (its tip, and every commit of it
+// the base does not hold but an agent's own beneath Drover's, carry their
+// trailers). A branch held by a kept worktree is detached there first.
 func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
 	refs, err := m.git.out(ctx, "", "--git-dir", m.mirror, "for-each-ref", "--format=%(refname)%00%(objectname)",
 		"refs/heads/"+s.Branch, "refs/remotes/origin/"+s.Branch)
@@ -199,17 +202,22 @@ func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
 		// A branch need not descend from the base: a task the merge queue
 		// sent back is pinned again on the new target head, and its branch
 		// is taken over when what it holds beyond that base is Drover's.
-		out, err := m.git.out(ctx, "", "--git-dir", m.mirror, "log", "--max-count=1000",
+		// The tip must be Drover's commit for the task; beneath it, commits
+		// without trailers are an agent's own, which Drover's commit
+		// recorded on top.
+		out, err := m.git.out(ctx, "", "--git-dir", m.mirror, "log", "--topo-order", "--max-count=1000",
 			"--format=%(trailers:key=Drover-Workflow,valueonly,separator=%x2C)%x00%(trailers:key=Drover-Task,valueonly,separator=%x2C)",
 			s.Base+".."+sha)
 		if err != nil {
 			return fmt.Errorf("workspace: %s: %w", s.Branch, err)
 		}
-		for _, line := range strings.Split(out, "\n") {
+		for i, line := range strings.Split(out, "\n") {
 			wf, task, _ := strings.Cut(line, "\x00")
-			if strings.TrimSpace(wf) != s.Workflow || strings.TrimSpace(task) != s.Task {
-				return fmt.Errorf("%w: %s holds commits not made by Drover for %s/%s", ErrBranchExists, s.Branch, s.Workflow, s.Task)
+			wf, task = strings.TrimSpace(wf), strings.TrimSpace(task)
+			if (i > 0 && wf == "" && task == "") || (wf == s.Workflow && task == s.Task) {
+				continue
 			}
+			return fmt.Errorf("%w: %s holds commits not made by Drover for %s/%s", ErrBranchExists, s.Branch, s.Workflow, s.Task)
 		}
 	}
 	m.mu.Lock()
@@ -220,7 +228,7 @@ func (m *Manager) checkBranch(ctx context.Context, s Spec) error {
 		}
 	}
 	m.mu.Unlock()
-	if keptDir != "" {
+	if keptDir != "" { // kept before HEADs were detached: detach it
 		if head, err := m.git.out(ctx, keptDir, "rev-parse", "HEAD"); err == nil {
 			_, _ = m.git.out(ctx, keptDir, "update-ref", "--no-deref", "HEAD", head)
 		}
@@ -270,9 +278,13 @@ func (w *Workspace) release(ctx context.Context, keep bool, cause error) error {
 		m.mu.Unlock()
 		return nil
 	}
-	// Detach HEAD (at the last recorded head: the next Open resets the
-	// worktree anyway) so the branch can be opened in another worktree.
-	_, err := m.git.out(ctx, w.dir, "update-ref", "--no-deref", "HEAD", w.head)
+	// A worktree whose links the agent changed is not reused. HEAD is
+	// detached at the last recorded head (the next Open resets the
+	// worktree anyway).
+	err := m.checkLinks(w.dir)
+	if err == nil {
+		_, err = m.git.out(ctx, w.dir, "update-ref", "--no-deref", "HEAD", w.head)
+	}
 	m.mu.Lock()
 	reuse := err == nil && !m.closed && (m.slots == nil || len(m.free) < cap(m.slots))
 	if reuse {
@@ -291,14 +303,17 @@ func (m *Manager) freeSlot() {
 	}
 }
 
-// remove deletes a worktree directory and its registration.
+// remove deletes a worktree directory, its admin directory (whatever its
+// gitdir file says), its registration and its private HOME.
 func (m *Manager) remove(ctx context.Context, dir string) {
 	if err := os.RemoveAll(dir); err != nil {
 		m.log.Warn("remove worktree", "dir", dir, "err", err)
 	}
 	_ = os.Remove(dir + keptSuffix)
+	_ = os.RemoveAll(m.homeDir(dir))
 	m.wtLock.Lock()
 	defer m.wtLock.Unlock()
+	_ = os.RemoveAll(m.git.adminDir(dir))
 	_, _ = m.git.out(ctx, "", "--git-dir", m.mirror, "worktree", "prune")
 }
 

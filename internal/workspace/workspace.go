@@ -3,8 +3,6 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 )
@@ -36,7 +34,7 @@ func (w *Workspace) Head(ctx context.Context) (string, error) {
 	if err := w.usable(); err != nil {
 		return "", err
 	}
-	return w.m.git.out(ctx, w.dir, "rev-parse", "-q", "--verify", "refs/heads/"+w.branch)
+	return w.m.git.out(ctx, "", "--git-dir", w.m.mirror, "rev-parse", "-q", "--verify", "refs/heads/"+w.branch)
 }
 
 // Env are the variables a role running in the workspace gets.
@@ -52,52 +50,60 @@ func (w *Workspace) env() []string {
 	return env
 }
 
-// usable checks the workspace is open and its directory is still a
-// worktree. The caller holds w.mu.
+// usable checks the workspace is open, its directory is still a worktree
+// and the files that tie it to the mirror are the ones Drover wrote. The
+// caller holds w.mu.
 func (w *Workspace) usable() error {
 	if w.released {
 		return ErrReleased
 	}
-	if fi, err := os.Stat(w.dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%w: the worktree directory %s was removed", ErrWorkspaceBroken, filepath.Base(w.dir))
-	}
-	if fi, err := os.Lstat(filepath.Join(w.dir, ".git")); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: the worktree's .git file was removed or replaced", ErrWorkspaceBroken)
-	}
-	return nil
+	return w.m.checkLinks(w.dir)
 }
 
-// attach makes sure HEAD is the task's branch, adopting commits the agent
-// made on a detached HEAD or another branch when they descend from the
-// task's head. It returns the branch's head. (A conflicted index is found
-// by addAll's status pass.)
-// The caller holds w.mu.
-func (w *Workspace) attach(ctx context.Context) (string, error) {
-	g, ref := w.m.git, "refs/heads/"+w.branch
+// attach returns the commit HEAD is at, which must be the task's head or
+// descend from it: the commits the agent made on the detached HEAD Drover
+// left it (or, without a sandbox, on a branch it checked out), adopted as
+// they are. It moves no ref: the branch is Drover's to move. (A conflicted
+// index is found by addAll's status pass.) The caller holds w.mu.
+func (w *Workspace) attach(ctx context.Context) (cur string, detached bool, err error) {
+	g := w.m.git
 	out, err := g.out(ctx, w.dir, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
 	if err != nil {
-		return "", fmt.Errorf("%w: HEAD does not resolve: %v", ErrWorkspaceBroken, err)
+		return "", false, fmt.Errorf("%w: HEAD does not resolve: %v", ErrWorkspaceBroken, err)
 	}
 	cur, sym, _ := strings.Cut(out, "\n")
 	if sym == "HEAD" {
 		sym = "" // detached
 	}
+	if !IsSHA(cur) {
+		return "", false, fmt.Errorf("%w: HEAD does not resolve to a commit", ErrWorkspaceBroken)
+	}
 	if cur != w.head {
-		if _, err := g.out(ctx, w.dir, "merge-base", "--is-ancestor", w.head, cur); err != nil {
-			return "", fmt.Errorf("%w: HEAD (%s) moved to %.12s, which does not descend from the task's head %.12s", ErrWorkspaceBroken,
+		if _, err := g.out(ctx, "", "--git-dir", w.m.mirror, "merge-base", "--is-ancestor", w.head, cur); err != nil {
+			return "", false, fmt.Errorf("%w: HEAD (%s) moved to %.12s, which does not descend from the task's head %.12s", ErrWorkspaceBroken,
 				orDetached(sym), cur, w.head)
 		}
 	}
-	if sym != ref {
-		if _, err := g.out(ctx, w.dir, "update-ref", "-m", "drover: adopt the agent's commits", ref, cur); err != nil {
-			return "", err
-		}
-		if _, err := g.out(ctx, w.dir, "symbolic-ref", "HEAD", ref); err != nil {
-			return "", err
-		}
-		w.m.log.Info("reattached HEAD to the task's branch", "branch", w.branch, "was", orDetached(sym), "head", cur)
+	if sym != "" {
+		w.m.log.Info("the agent checked out a branch; its commits are adopted on the task's branch", "branch", w.branch, "was", orDetached(sym), "head", cur)
 	}
-	return cur, nil
+	return cur, sym == "", nil
+}
+
+// setHead points the task's branch at head (Drover alone moves it) and
+// detaches the worktree's HEAD there, unless it is detached there already
+// (at cur). The caller holds w.mu.
+func (w *Workspace) setHead(ctx context.Context, head, cur string, detached bool) error {
+	g := w.m.git
+	if _, err := g.out(ctx, "", "--git-dir", w.m.mirror, "update-ref", "-m", "drover: record", "refs/heads/"+w.branch, head); err != nil {
+		return fmt.Errorf("workspace: update-ref: %w", err)
+	}
+	if !detached || head != cur {
+		if _, err := g.out(ctx, w.dir, "update-ref", "--no-deref", "-m", "drover: record", "HEAD", head); err != nil {
+			return fmt.Errorf("workspace: detach HEAD: %w", err)
+		}
+	}
+	return nil
 }
 
 func orDetached(sym string) string {
