@@ -167,7 +167,9 @@ func TestSandboxedHostileAgents(t *testing.T) {
 
 	ch, err := w1.Commit(ctx, Trailers{Workflow: "wf", Task: "T1", Attempt: 1}, "implementer")
 	require.NoError(t, err)
-	require.Equal(t, 1, ch.Commits, "the agent's commit on the detached HEAD is adopted")
+	// The agent's commit on the detached HEAD is adopted, beneath Drover's
+	// own commit with the trailers.
+	require.Equal(t, 2, ch.Commits, "the agent's commit on the detached HEAD is adopted")
 	_, err = fileStat(ch.Files, "README.md")
 	require.NoError(t, err)
 	require.Equal(t, repo.base, gitT(t, w2.Dir(), "rev-parse", "HEAD"), "the other task is untouched")
