@@ -10,8 +10,11 @@
 // Server-Sent Events, batched every 100ms; nothing polls NATS.
 //
 // Every asset is embedded; every page is an html/template, so every
-// untrusted string (scopes, agent outputs, diffs, errors) is escaped. The
-// actions (pause, resume, cancel, redrive) are POSTs with a CSRF token,
+// untrusted string (scopes, agent outputs, diffs, errors) is escaped. A
+// request whose Host the console does not serve is refused before any
+// route sees it (host.go), so a page whose DNS name is rebound to the
+// console's address gets nothing. The actions (pause, resume, cancel,
+// redrive) are POSTs of the console's own origin with a CSRF token,
 // confirmed on a page of their own for cancel and redrive.
 package console
 
