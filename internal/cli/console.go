@@ -28,10 +28,18 @@ const DefaultConsoleListen = "127.0.0.1:8090"
 // without auth.
 var ErrConsoleOpen = errors.New("refusing to serve the console on a non-loopback address without auth")
 
-// consoleAuthFlags name the environment variables that hold the console's
-// credentials: secrets never go in a flag.
+// ErrConsoleHosts is the refusal of a console on a non-loopback address
+// that names no host it serves.
+var ErrConsoleHosts = errors.New("refusing to serve the console on a non-loopback address without an allowed host")
+
+// consoleAuthFlags are the console's access flags: the environment
+// variables that hold its credentials (secrets never go in a flag), the
+// Host values it serves besides the loopback names, and its cap on live
+// event streams.
 type consoleAuthFlags struct {
 	user, passwordEnv, tokenEnv string
+	allowedHosts                []string
+	maxStreams                  int
 }
 
 // add registers the flags, their names prefixed with prefix.
@@ -39,6 +47,16 @@ func (f *consoleAuthFlags) add(fl *pflag.FlagSet, prefix string) {
 	fl.StringVar(&f.user, prefix+"auth-user", "", "console basic auth user (the password comes from --"+prefix+"auth-password-env)")
 	fl.StringVar(&f.passwordEnv, prefix+"auth-password-env", "", "name of the environment variable holding the console's basic auth password")
 	fl.StringVar(&f.tokenEnv, prefix+"auth-token-env", "", `name of the environment variable holding the console's bearer token ("Authorization: Bearer ...")`)
+	fl.StringSliceVar(&f.allowedHosts, prefix+"allowed-host", nil, "a Host the console serves besides localhost and loopback IPs with its port: name (any port) or name:port; repeat or comma-separate; needed on a non-loopback address")
+	fl.IntVar(&f.maxStreams, prefix+"max-event-streams", console.DefaultMaxEventStreams, "live event streams (open console pages) at once; one more is answered 503")
+}
+
+// config is the console's configuration from the flags.
+func (f consoleAuthFlags) config(prefix string, auth console.Auth) (console.Config, error) {
+	if f.maxStreams < 1 {
+		return console.Config{}, fmt.Errorf("--%smax-event-streams %d: want at least 1", prefix, f.maxStreams)
+	}
+	return console.Config{Auth: auth, AllowedHosts: f.allowedHosts, MaxEventStreams: f.maxStreams}, nil
 }
 
 // resolve reads the named variables into an Auth.
@@ -71,17 +89,28 @@ func (f consoleAuthFlags) resolve(prefix string, lookup func(string) (string, bo
 	return a, nil
 }
 
-// checkConsoleListen refuses a non-loopback address when auth is off. An
-// empty host (":8090") is every interface.
-func checkConsoleListen(addr string, auth console.Auth) error {
+// checkConsoleListen checks the allowed hosts, and refuses a non-loopback
+// address when auth is off or no allowed host names what the browsers
+// will send as Host. An empty host (":8090") is every interface. prefix
+// is the flags' ("console-" for serve).
+func checkConsoleListen(addr string, auth console.Auth, allowed []string, prefix string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("console address %q: %w", addr, err)
 	}
-	if auth.Enabled() || isLoopbackHost(host) {
+	if err := console.CheckAllowedHosts(allowed); err != nil {
+		return fmt.Errorf("--%sallowed-host: %w", prefix, err)
+	}
+	if isLoopbackHost(host) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s (set --auth-user with --auth-password-env, or --auth-token-env, or listen on 127.0.0.1)", ErrConsoleOpen, addr)
+	if !auth.Enabled() {
+		return fmt.Errorf("%w: %s (set --%[3]sauth-user with --%[3]sauth-password-env, or --%[3]sauth-token-env, or listen on 127.0.0.1)", ErrConsoleOpen, addr, prefix)
+	}
+	if len(allowed) == 0 {
+		return fmt.Errorf("%w: %s (name the host the browsers use, e.g. --%sallowed-host console.example.com)", ErrConsoleHosts, addr, prefix)
+	}
+	return nil
 }
 
 func isLoopbackHost(host string) bool {
@@ -106,7 +135,14 @@ NATS user may, and follows the state bucket and the audit stream live.
 
 A non-loopback --listen is refused unless auth is on: basic auth (--auth-user and
 --auth-password-env naming the variable that holds the password) or a bearer token
-(--auth-token-env). Pause, resume, cancel and redrive are POSTs with a CSRF token; each
+(--auth-token-env), and --allowed-host names the host the browsers use.
+
+Every request whose Host is not one the console serves is refused (421) before
+anything else answers, so that a web page whose DNS name is rebound to this address
+gets nothing: served are localhost and the loopback IPs with the console's port, and
+each --allowed-host (name for any port, or name:port; repeatable, or comma-separated
+in DROVER_ALLOWED_HOST). Pause, resume, cancel and redrive are POSTs with this
+origin's Origin (or Referer) and a CSRF token; each
 is recorded in the audit stream with the actor "console:<user>" (a redrive as a
 task_redriven event). Connected as a user of the investigator profile the console is
 read-only; the console profile of deploy/nats/profiles.conf lets it take its actions.`,
@@ -116,7 +152,11 @@ read-only; the console profile of deploy/nats/profiles.conf lets it take its act
 			if err != nil {
 				return err
 			}
-			if err := checkConsoleListen(listen, a); err != nil {
+			if err := checkConsoleListen(listen, a, auth.allowedHosts, ""); err != nil {
+				return err
+			}
+			cfg, err := auth.config("", a)
+			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -125,7 +165,8 @@ read-only; the console profile of deploy/nats/profiles.conf lets it take its act
 				return err
 			}
 			defer cl.Close()
-			cs, err := console.New(console.Config{NC: cl.nc, JS: cl.js, Names: g.names, Auth: a, Log: g.log})
+			cfg.NC, cfg.JS, cfg.Names, cfg.Log = cl.nc, cl.js, g.names, g.log
+			cs, err := console.New(cfg)
 			if err != nil {
 				return err
 			}
@@ -186,10 +227,11 @@ func (f *serveFlags) checkConsole() error {
 	if err != nil {
 		return err
 	}
-	if err := checkConsoleListen(f.httpAddr, a); err != nil {
+	if err := checkConsoleListen(f.httpAddr, a, f.consoleAuth.allowedHosts, "console-"); err != nil {
 		return fmt.Errorf("--console on --http: %w", err)
 	}
-	return nil
+	_, err = f.consoleAuth.config("console-", a)
+	return err
 }
 
 // mountConsole starts a console on the worker's connection, run until ctx
@@ -200,14 +242,19 @@ func mountConsole(ctx context.Context, g *globals, nc *nats.Conn, httpAddr strin
 	if err != nil {
 		return nil, err
 	}
-	if err := checkConsoleListen(httpAddr, a); err != nil {
+	if err := checkConsoleListen(httpAddr, a, auth.allowedHosts, "console-"); err != nil {
 		return nil, fmt.Errorf("--console on --http: %w", err)
+	}
+	cfg, err := auth.config("console-", a)
+	if err != nil {
+		return nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := console.New(console.Config{NC: nc, JS: js, Names: g.names, Auth: a, Base: "/console", Log: g.log})
+	cfg.NC, cfg.JS, cfg.Names, cfg.Base, cfg.Log = nc, js, g.names, "/console", g.log
+	cs, err := console.New(cfg)
 	if err != nil {
 		return nil, err
 	}

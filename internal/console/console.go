@@ -10,8 +10,11 @@
 // Server-Sent Events, batched every 100ms; nothing polls NATS.
 //
 // Every asset is embedded; every page is an html/template, so every
-// untrusted string (scopes, agent outputs, diffs, errors) is escaped. The
-// actions (pause, resume, cancel, redrive) are POSTs with a CSRF token,
+// untrusted string (scopes, agent outputs, diffs, errors) is escaped. A
+// request whose Host the console does not serve is refused before any
+// route sees it (host.go), so a page whose DNS name is rebound to the
+// console's address gets nothing. The actions (pause, resume, cancel,
+// redrive) are POSTs of the console's own origin with a CSRF token,
 // confirmed on a page of their own for cancel and redrive.
 package console
 
@@ -57,7 +60,23 @@ type Config struct {
 	Log  *slog.Logger
 	// ControlTimeout bounds a control request (default 30s).
 	ControlTimeout time.Duration
+	// AllowedHosts are the Host values served besides the loopback names
+	// with the listener's port (see host.go): "name" for any port or
+	// "name:port". Empty: loopback only.
+	AllowedHosts []string
+	// MaxEventStreams bounds the live event streams at once (default 64);
+	// one more is answered 503 with Retry-After.
+	MaxEventStreams int
+	// EventWriteTimeout bounds each write of an event stream (default
+	// 10s); a browser that does not read within it is dropped.
+	EventWriteTimeout time.Duration
 }
+
+// Defaults of Config.
+const (
+	DefaultMaxEventStreams   = 64
+	DefaultEventWriteTimeout = 10 * time.Second
+)
 
 // Server serves the console. Run feeds it; Handler serves it.
 type Server struct {
@@ -65,6 +84,7 @@ type Server struct {
 	js      jetstream.JetStream
 	names   subjects.Names
 	auth    Auth
+	hosts   []hostRule
 	base    string
 	log     *slog.Logger
 	ctlWait time.Duration
@@ -76,6 +96,9 @@ type Server struct {
 	kvMu    sync.Mutex
 	kv      jetstream.KeyValue
 	mux     *http.ServeMux
+	routes  []string      // the mux's patterns, in registration order
+	streams chan struct{} // a slot per live event stream
+	sseWait time.Duration
 	stopped chan struct{}
 	denied  *denials
 }
@@ -94,8 +117,23 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ControlTimeout <= 0 {
 		cfg.ControlTimeout = 30 * time.Second
 	}
-	s := &Server{nc: cfg.NC, js: cfg.JS, names: cfg.Names, auth: cfg.Auth, base: cfg.Base, log: cfg.Log,
-		ctlWait: cfg.ControlTimeout, mirror: newMirror(), hub: newHub(), fleet: newFleet(), stopped: make(chan struct{}), denied: newDenials()}
+	if cfg.MaxEventStreams <= 0 {
+		cfg.MaxEventStreams = DefaultMaxEventStreams
+	}
+	if cfg.EventWriteTimeout <= 0 {
+		cfg.EventWriteTimeout = DefaultEventWriteTimeout
+	}
+	var hosts []hostRule
+	for _, v := range cfg.AllowedHosts {
+		h, err := parseAllowedHost(v)
+		if err != nil {
+			return nil, fmt.Errorf("AllowedHosts: %w", err)
+		}
+		hosts = append(hosts, h)
+	}
+	s := &Server{nc: cfg.NC, js: cfg.JS, names: cfg.Names, auth: cfg.Auth, hosts: hosts, base: cfg.Base, log: cfg.Log,
+		ctlWait: cfg.ControlTimeout, mirror: newMirror(), hub: newHub(), fleet: newFleet(), stopped: make(chan struct{}), denied: newDenials(),
+		streams: make(chan struct{}, cfg.MaxEventStreams), sseWait: cfg.EventWriteTimeout}
 	s.denied.watch(cfg.NC)
 	if _, err := rand.Read(s.key[:]); err != nil {
 		return nil, err
@@ -105,34 +143,45 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.pages = pages
-	s.routes()
+	s.register()
 	return s, nil
 }
 
-// Handler serves the console: every route under Config.Base.
-func (s *Server) Handler() http.Handler { return s.guard(s.mux) }
+// Handler serves the console: every route under Config.Base, each behind
+// the Host check and then the guard (headers, auth, session).
+func (s *Server) Handler() http.Handler { return s.checkHost(s.guard(s.mux)) }
 
-func (s *Server) routes() {
-	m := http.NewServeMux()
+// Routes returns the patterns the console serves ("GET /workflows/{wf}"),
+// so that a test can check each of them.
+func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
+
+// handle registers a route; every route goes through it, so Routes lists
+// them all.
+func (s *Server) handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.routes = append(s.routes, pattern)
+}
+
+func (s *Server) register() {
+	s.mux = http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	fileServer := http.StripPrefix(s.base+"/static/", http.FileServerFS(static))
-	m.Handle("GET "+s.base+"/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.handle("GET "+s.base+"/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "max-age=3600")
 		fileServer.ServeHTTP(w, r)
 	}))
-	m.HandleFunc("GET "+s.base+"/{$}", s.page(s.fleetPage))
-	m.HandleFunc("GET "+s.base+"/workflows", s.page(s.workflowsPage))
-	m.HandleFunc("GET "+s.base+"/workflows/{wf}", s.page(s.boardPage))
-	m.HandleFunc("POST "+s.base+"/workflows/{wf}/{action}", s.page(s.controlAction))
-	m.HandleFunc("GET "+s.base+"/tasks/{wf}/{task}", s.page(s.taskPage))
-	m.HandleFunc("GET "+s.base+"/audit", s.page(s.auditPage))
-	m.HandleFunc("GET "+s.base+"/dlq", s.page(s.dlqPage))
-	m.HandleFunc("GET "+s.base+"/dlq/{seq}", s.page(s.dlqEntryPage))
-	m.HandleFunc("POST "+s.base+"/dlq/{seq}/redrive", s.page(s.redriveAction))
-	m.HandleFunc("GET "+s.base+"/reviews", s.page(s.reviewsPage))
-	m.HandleFunc("POST "+s.base+"/reviews/{wf}/{task}/{decision}", s.page(s.reviewAction))
-	m.HandleFunc("GET "+s.base+"/events", s.events)
-	s.mux = m
+	s.handle("GET "+s.base+"/{$}", s.page(s.fleetPage))
+	s.handle("GET "+s.base+"/workflows", s.page(s.workflowsPage))
+	s.handle("GET "+s.base+"/workflows/{wf}", s.page(s.boardPage))
+	s.handle("POST "+s.base+"/workflows/{wf}/{action}", s.page(s.controlAction))
+	s.handle("GET "+s.base+"/tasks/{wf}/{task}", s.page(s.taskPage))
+	s.handle("GET "+s.base+"/audit", s.page(s.auditPage))
+	s.handle("GET "+s.base+"/dlq", s.page(s.dlqPage))
+	s.handle("GET "+s.base+"/dlq/{seq}", s.page(s.dlqEntryPage))
+	s.handle("POST "+s.base+"/dlq/{seq}/redrive", s.page(s.redriveAction))
+	s.handle("GET "+s.base+"/reviews", s.page(s.reviewsPage))
+	s.handle("POST "+s.base+"/reviews/{wf}/{task}/{decision}", s.page(s.reviewAction))
+	s.handle("GET "+s.base+"/events", http.HandlerFunc(s.events))
 }
 
 // Run keeps the watches open and the hub flushing until ctx ends. It

@@ -35,16 +35,26 @@ type fixture struct {
 	js  jetstream.JetStream
 	kv  jetstream.KeyValue
 	srv *httptest.Server
+	cs  *console.Server
 }
 
 func newFixture(t *testing.T, auth console.Auth) *fixture {
+	t.Helper()
+	return newFixtureWith(t, func(c *console.Config) { c.Auth = auth })
+}
+
+// newFixtureWith is newFixture with the console's configuration changed by
+// set.
+func newFixtureWith(t *testing.T, set func(*console.Config)) *fixture {
 	t.Helper()
 	_, nc, js, res := natstest.Provisioned(t)
 	ctl := workflow.NewController(nc, js, names, res.State, res.Audit, nil, natstest.Quiet())
 	stop, err := ctl.Start(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(stop)
-	cs, err := console.New(console.Config{NC: nc, JS: js, Names: names, Auth: auth, Log: natstest.Quiet(), ControlTimeout: 5 * time.Second})
+	cfg := console.Config{NC: nc, JS: js, Names: names, Log: natstest.Quiet(), ControlTimeout: 5 * time.Second}
+	set(&cfg)
+	cs, err := console.New(cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -57,7 +67,7 @@ func newFixture(t *testing.T, auth console.Auth) *fixture {
 	}
 	srv := httptest.NewServer(cs.Handler())
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, nc: nc, js: js, kv: res.State, srv: srv}
+	return &fixture{t: t, nc: nc, js: js, kv: res.State, srv: srv, cs: cs}
 }
 
 // putTask writes a task's state as a worker would.
@@ -85,11 +95,26 @@ func (f *fixture) get(c *http.Client, path string) (*http.Response, string) {
 	return resp, string(b)
 }
 
+// post sends a form as a browser does, with the header's pairs (name,
+// value, ...): a browser's form sends at least its Origin.
+func (f *fixture) post(c *http.Client, path string, form url.Values, header ...string) *http.Response {
+	f.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(form.Encode()))
+	require.NoError(f.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	require.NoError(f.t, err)
+	return resp
+}
+
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-// Every state-changing request needs the session's CSRF token and, when
-// the browser names one, this origin; with both, the action goes through
-// the control subject and its audit event names the console user.
+// Every state-changing request needs the session's CSRF token and this
+// origin (its Origin, else its Referer); with both, the action goes
+// through the control subject and its audit event names the console user.
 func TestPostNeedsCSRFToken(t *testing.T) {
 	f := newFixture(t, console.Auth{})
 	f.putTask("wf-csrf", "T1", subjects.StateRunning, "planner")
@@ -105,42 +130,51 @@ func TestPostNeedsCSRFToken(t *testing.T) {
 	otherToken := csrfField.FindStringSubmatch(otherPage)[1]
 	require.NotEqual(t, token, otherToken, "each session has its own token")
 
-	post := func(c *http.Client, form url.Values, origin string) *http.Response {
-		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/workflows/wf-csrf/pause", strings.NewReader(form.Encode()))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
-		resp, err := c.Do(req)
-		require.NoError(t, err)
+	post := func(c *http.Client, form url.Values, header ...string) *http.Response {
+		resp := f.post(c, "/workflows/wf-csrf/pause", form, header...)
 		_ = resp.Body.Close()
 		return resp
 	}
+	origin := f.srv.URL
+	localhost := strings.Replace(origin, "127.0.0.1", "localhost", 1)
 	for _, tc := range []struct {
 		name   string
 		client *http.Client
 		form   url.Values
-		origin string
+		header []string
 	}{
-		{"no token", c, url.Values{}, ""},
-		{"empty token", c, url.Values{"csrf": {""}}, ""},
-		{"wrong token", c, url.Values{"csrf": {wrongToken(token)}}, ""},
-		{"another session's token", c, url.Values{"csrf": {otherToken}}, ""},
-		{"token without the session cookie", &http.Client{}, url.Values{"csrf": {token}}, ""},
-		{"another origin", c, url.Values{"csrf": {token}}, "http://evil.example"},
+		{"no token", c, url.Values{}, []string{"Origin", origin}},
+		{"empty token", c, url.Values{"csrf": {""}}, []string{"Origin", origin}},
+		{"wrong token", c, url.Values{"csrf": {wrongToken(token)}}, []string{"Origin", origin}},
+		{"another session's token", c, url.Values{"csrf": {otherToken}}, []string{"Origin", origin}},
+		{"token without the session cookie", &http.Client{}, url.Values{"csrf": {token}}, []string{"Origin", origin}},
+		{"neither Origin nor Referer", c, url.Values{"csrf": {token}}, nil},
+		{"another origin", c, url.Values{"csrf": {token}}, []string{"Origin", "http://evil.example"}},
+		{"an opaque origin", c, url.Values{"csrf": {token}}, []string{"Origin", "null"}},
+		{"another port", c, url.Values{"csrf": {token}}, []string{"Origin", "http://127.0.0.1:1"}},
+		{"another loopback name", c, url.Values{"csrf": {token}}, []string{"Origin", localhost}},
+		{"another scheme", c, url.Values{"csrf": {token}}, []string{"Origin", "ftp://" + strings.TrimPrefix(origin, "http://")}},
+		{"another origin's Referer", c, url.Values{"csrf": {token}}, []string{"Referer", "http://evil.example/x"}},
+		{"this Referer, another Origin", c, url.Values{"csrf": {token}}, []string{"Referer", origin + "/workflows/wf-csrf", "Origin", "http://evil.example"}},
+		{"cross-site fetch", c, url.Values{"csrf": {token}}, []string{"Origin", origin, "Sec-Fetch-Site", "cross-site"}},
 	} {
-		assert.Equal(t, http.StatusForbidden, post(tc.client, tc.form, tc.origin).StatusCode, tc.name)
+		assert.Equal(t, http.StatusForbidden, post(tc.client, tc.form, tc.header...).StatusCode, tc.name)
 	}
 	st, err := workflow.GetStatus(t.Context(), f.kv, "wf-csrf")
 	require.NoError(t, err)
 	require.Equal(t, subjects.StateRunning, st.State.State, "no refused request paused the workflow")
 
-	resp := post(c, url.Values{"csrf": {token}, "reason": {"lunch"}}, f.srv.URL)
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp := post(c, url.Values{"csrf": {token}, "reason": {"lunch"}}, "Referer", origin+"/workflows/wf-csrf")
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "this Referer stands for a missing Origin")
 	st, err = workflow.GetStatus(t.Context(), f.kv, "wf-csrf")
 	require.NoError(t, err)
 	require.Equal(t, subjects.StatePaused, st.State.State)
+	resp = f.post(c, "/workflows/wf-csrf/resume", url.Values{"csrf": {token}}, "Origin", origin, "Sec-Fetch-Site", "same-origin")
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	st, err = workflow.GetStatus(t.Context(), f.kv, "wf-csrf")
+	require.NoError(t, err)
+	require.Equal(t, subjects.StateRunning, st.State.State)
 
 	var ev subjects.AuditEvent
 	require.NoError(t, audit.Replay(t.Context(), f.js, names, audit.Query{Workflow: "wf-csrf", Type: subjects.EventWorkflowPaused},
@@ -163,8 +197,7 @@ func TestCancelAsksFirst(t *testing.T) {
 		return csrfField.MatchString(page)
 	}, 10*time.Second, 20*time.Millisecond)
 	token := csrfField.FindStringSubmatch(page)[1]
-	resp, err := c.PostForm(f.srv.URL+"/workflows/wf-cancel/cancel", url.Values{"csrf": {token}})
-	require.NoError(t, err)
+	resp := f.post(c, "/workflows/wf-cancel/cancel", url.Values{"csrf": {token}}, "Origin", f.srv.URL)
 	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -173,8 +206,7 @@ func TestCancelAsksFirst(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, subjects.StateRunning, st.State.State)
 
-	resp, err = c.PostForm(f.srv.URL+"/workflows/wf-cancel/cancel", url.Values{"csrf": {token}, "confirm": {"yes"}})
-	require.NoError(t, err)
+	resp = f.post(c, "/workflows/wf-cancel/cancel", url.Values{"csrf": {token}, "confirm": {"yes"}}, "Origin", f.srv.URL)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	st, err = workflow.GetStatus(t.Context(), f.kv, "wf-cancel")

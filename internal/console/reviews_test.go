@@ -59,6 +59,7 @@ func TestReviewsViewListsAndDecides(t *testing.T) {
 		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/reviews/wf-rv/T1/reject", strings.NewReader(form.Encode()))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", f.srv.URL)
 		resp, err := c.Do(req)
 		require.NoError(t, err)
 		_ = resp.Body.Close()

@@ -113,16 +113,15 @@ func (s *Server) csrfToken(sid string) string {
 // another origin, is refused.
 var ErrCSRF = errors.New("console: missing or invalid CSRF token, or a request from another origin")
 
-// checkPost checks a state-changing request: its Origin (when the browser
-// sends one) is this host, its Sec-Fetch-Site (when sent) is same-origin,
-// and its form's csrf field is the session's token. The form must be
-// parsed.
+// checkPost checks a state-changing request: it names its origin (Origin,
+// or Referer when a browser sends no Origin), that origin is this host and
+// one the console serves, its Sec-Fetch-Site (when sent) is same-origin,
+// and its form's csrf field is the session's token. A request with
+// neither Origin nor Referer is refused: every browser sends one of them
+// on a form's POST. The form must be parsed.
 func (s *Server) checkPost(r *http.Request) error {
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return ErrCSRF
-		}
+	if !s.sameOrigin(r) {
+		return ErrCSRF
 	}
 	if sf := r.Header.Get("Sec-Fetch-Site"); sf != "" && sf != "same-origin" {
 		return ErrCSRF
@@ -136,4 +135,21 @@ func (s *Server) checkPost(r *http.Request) error {
 		return ErrCSRF
 	}
 	return nil
+}
+
+// sameOrigin reports whether r's Origin (else its Referer) is an http(s)
+// URL of r's own Host, and that host is one the console serves.
+func (s *Server) sameOrigin(r *http.Request) bool {
+	src := r.Header.Get("Origin")
+	if src == "" {
+		src = r.Header.Get("Referer")
+	}
+	if src == "" || src == "null" {
+		return false
+	}
+	u, err := url.Parse(src)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || !strings.EqualFold(u.Host, r.Host) {
+		return false
+	}
+	return s.hostAllowed(u.Host, localPort(r), u.Scheme == "https")
 }

@@ -168,9 +168,17 @@
   if (d.rev) q.push("since=" + encodeURIComponent(d.rev));
   if (d.wf) q.push("wf=" + encodeURIComponent(d.wf));
   if (d.after) q.push("after=" + encodeURIComponent(d.after));
-  var es = new EventSource(base + "/events" + (q.length ? "?" + q.join("&") : ""));
-  es.onopen = function () { if (live) { live.textContent = "live"; live.className = "live on"; } };
-  es.onerror = function () { if (live) { live.textContent = "reconnecting"; live.className = "live"; } };
-  es.onmessage = function (e) { try { onBatch(JSON.parse(e.data)); } catch (err) { /* a bad message is skipped */ } };
-  es.addEventListener("resync", function () { es.close(); if (view !== "audit") reloadSoon(); else setTimeout(function () { location.reload(); }, 1000); });
+  // A stream the console refuses (503: too many open pages) is closed by
+  // the browser for good: open it again in 10 to 20 s.
+  function connect() {
+    var es = new EventSource(base + "/events" + (q.length ? "?" + q.join("&") : ""));
+    es.onopen = function () { if (live) { live.textContent = "live"; live.className = "live on"; } };
+    es.onerror = function () {
+      if (live) { live.textContent = "reconnecting"; live.className = "live"; }
+      if (es.readyState === EventSource.CLOSED) setTimeout(connect, 10000 + Math.random() * 10000);
+    };
+    es.onmessage = function (e) { try { onBatch(JSON.parse(e.data)); } catch (err) { /* a bad message is skipped */ } };
+    es.addEventListener("resync", function () { es.close(); if (view !== "audit") reloadSoon(); else setTimeout(function () { location.reload(); }, 1000); });
+  }
+  connect();
 })();
