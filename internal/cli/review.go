@@ -38,8 +38,10 @@ approve  sends it on to delivery (the push, the merge queue or the pull request)
 reject   sends it back to the implementer with the comment as feedback, like a
          judge's rejection (a rejected last attempt fails with max_attempts)
 
-Decisions are requests on drover.ctl.review.<wf>.<task> that any worker answers;
-a second decision on the same review is refused ("already decided").`,
+Decisions are requests on drover.ctl.review.<wf>.<task>.<reviewer> that any
+worker answers, recorded with the subject's reviewer (--reviewer, default the NATS
+--user), so NATS permissions can bind a reviewer to their user; a second decision
+on the same review is refused ("already decided").`,
 	}
 	cmd.AddCommand(newReviewListCmd(g), newReviewShowCmd(g),
 		newReviewDecideCmd(g, subjects.ReviewApprove), newReviewDecideCmd(g, subjects.ReviewReject))
