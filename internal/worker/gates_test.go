@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -101,4 +102,26 @@ func TestProducerAttackRefusedAtAdmission(t *testing.T) {
 	require.Equal(t, "drover/own/branch", st.Workspace.Branch)
 	require.Equal(t, refsBefore, git(t, b.repo, "for-each-ref", "--format=%(refname) %(objectname)"),
 		"no branch of the remote moved or appeared")
+
+	// Approved, the accepted task's own branch is pushed; main, the base
+	// and the target stay where they were.
+	after, err := producer.AuditLastSeq(ctx2, b.js, b.names)
+	require.NoError(t, err)
+	body, err := json.Marshal(subjects.ReviewDecisionRequest{Decision: subjects.ReviewApprove, Comment: "ok"})
+	require.NoError(t, err)
+	msg, err := nc.RequestWithContext(ctx2, b.names.ReviewSubjectAs("fine", "own", "tester"), body)
+	require.NoError(t, err)
+	var reply subjects.ReviewReply
+	require.NoError(t, json.Unmarshal(msg.Data, &reply))
+	require.Empty(t, reply.Error)
+	require.NoError(t, producer.FollowTerminal(ctx2, b.js, b.names, "fine", after, func(tm producer.Terminal) bool {
+		require.Equal(t, "own", tm.Event.TaskID)
+		require.Equal(t, subjects.EventTaskCompleted, tm.Event.EventType, "%+v", tm.Event)
+		return false
+	}))
+	require.Equal(t, "tester", taskState(t, b, "fine", "own").Review.Reviewer, "the subject's reviewer is recorded")
+	git(t, b.repo, "rev-parse", "--verify", "refs/heads/drover/own/branch")
+	for _, ref := range []string{"main", "stable", "develop"} {
+		require.Equal(t, b.base, git(t, b.repo, "rev-parse", "refs/heads/"+ref), "%s never moves", ref)
+	}
 }
