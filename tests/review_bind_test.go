@@ -22,8 +22,9 @@ const aliceUser = `{user: alice, password: "alice-test-pw", permissions: {
 // TestReviewerBoundToUser runs deploy/nats/permissions.conf with the
 // reviewer user and alice: the producer cannot decide a review in either
 // subject form; alice cannot sign as the reviewer user, nor send the
-// unbound form, nor name someone else in the body of her own; each
-// reviewer's decision is recorded under their own NATS user's name.
+// unbound form, nor name someone else in the body of her own; the
+// reviewer user cannot submit; each reviewer's decision is recorded under
+// their own NATS user's name.
 func TestReviewerBoundToUser(t *testing.T) {
 	t.Parallel()
 	s := startPermServer(t, aliceUser)
@@ -82,6 +83,13 @@ func TestReviewerBoundToUser(t *testing.T) {
 	require.Contains(t, reply.Error, `reviewer "reviewer" in the body is not "alice"`)
 	require.Equal(t, subjects.StateAwaitingReview, waitState("T1", subjects.StateAwaitingReview).State)
 
+	// A reviewer cannot submit a task.
+	rv := s.connect(t, "reviewer")
+	rv.refused(t, "drover.tasks.default", func(ctx context.Context) error {
+		_, err := producer.Publish(ctx, rv.js, names, subjects.DefaultQueue, task("bind", "T3"))
+		return err
+	})
+
 	// The reviewer user decides through the CLI: the reviewer defaults to
 	// the NATS user, sent in the subject.
 	out := s.drover(t, "reviewer", "review", "approve", "bind/T1", "--comment", "ok")
@@ -98,5 +106,6 @@ func TestReviewerBoundToUser(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"producer drover.ctl.review.bind.T1", "producer drover.ctl.review.bind.T1.producer",
 		"alice drover.ctl.review.bind.T1.reviewer", "alice drover.ctl.review.bind.T1",
+		"reviewer drover.tasks.default",
 	}, s.log.violations(), "the server refused exactly the decisions meant to be refused")
 }
