@@ -153,8 +153,18 @@ func (n Names) ReviewSubject(workflow, task string) string {
 	return n.prefix + ".ctl.review." + IDToken(workflow) + "." + IDToken(task)
 }
 
-// ReviewWildcard matches every review decision request.
-func (n Names) ReviewWildcard() string { return n.prefix + ".ctl.review.*.*" }
+// ReviewSubjectAs is the request subject of a review decision signed by
+// reviewer (an ID), "<prefix>.ctl.review.<wf token>.<task token>.<reviewer
+// token>". Workers record the subject's reviewer, so a deployment binds a
+// reviewer's name to their NATS user by letting that user publish only on
+// "<prefix>.ctl.review.*.*.<their token>".
+func (n Names) ReviewSubjectAs(workflow, task, reviewer string) string {
+	return n.ReviewSubject(workflow, task) + "." + IDToken(reviewer)
+}
+
+// ReviewWildcard matches every review decision request, with or without
+// the reviewer's token.
+func (n Names) ReviewWildcard() string { return n.prefix + ".ctl.review.>" }
 
 // StateKey is the drover_state key of a task, "<wf>.<task>".
 func StateKey(workflow, task string) string { return IDToken(workflow) + "." + IDToken(task) }

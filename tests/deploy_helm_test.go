@@ -46,7 +46,7 @@ func helmNATSConf(t *testing.T, merge any) string {
 }
 
 // checkHelmNATSAuth checks the users of the NATS Helm values: the DROVER
-// account with the producer, worker, investigator and console users and exactly the
+// account with the producer, worker, investigator, console and reviewer users and exactly the
 // permission profiles of deploy/nats/profiles.conf (both parsed by
 // nats-server), each password a variable filled from the Secret
 // drover-nats-credentials, and no password written in the file.
@@ -63,7 +63,7 @@ func checkHelmNATSAuth(t *testing.T, helm map[string]any) {
 		want[u.Username] = u
 	}
 	require.Empty(t, opts.NoAuthUser, "Helm: no_auth_user would let anyone in")
-	require.Len(t, opts.Users, len(deployPasswords), "Helm: the producer, worker, investigator and console users")
+	require.Len(t, opts.Users, len(deployPasswords), "Helm: the producer, worker, investigator, console and reviewer users")
 	users, _ := lookup(helm, "config", "merge", "accounts", "DROVER", "users").([]any)
 	require.Len(t, users, len(deployPasswords), "Helm: config.merge.accounts.DROVER.users")
 	for _, u := range opts.Users {

@@ -395,7 +395,7 @@ func checkComposeNATS(t *testing.T, name string, svc composeService) natsNode {
 // deployPasswords are test values of the passwords deploy/nats/profiles.conf
 // reads from the environment.
 var deployPasswords = map[string]string{"producer": "producer-deploy-pw", "worker": "worker-deploy-pw", "investigator": "investigator-deploy-pw",
-	"console": "console-deploy-pw"}
+	"console": "console-deploy-pw", "reviewer": "reviewer-deploy-pw"}
 
 // natsConfWithPasswords copies deploy/nats to a temporary directory with
 // deployPasswords defined at the top of profiles.conf, so the files parse
@@ -433,7 +433,7 @@ func checkNATSAuth(t *testing.T, where string, svc composeService, opts *server.
 	for _, u := range opts.Users {
 		users[u.Username] = u
 	}
-	require.Len(t, users, len(deployPasswords), "%s: the producer, worker, investigator and console users", where)
+	require.Len(t, users, len(deployPasswords), "%s: the producer, worker, investigator, console and reviewer users", where)
 	for name, pw := range deployPasswords {
 		u := users[name]
 		require.NotNil(t, u, "%s: user %s", where, name)

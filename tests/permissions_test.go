@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,7 +36,7 @@ import (
 
 // permPasswords are the test passwords of deploy/nats/permissions.conf's users.
 var permPasswords = map[string]string{"producer": "producer-test-pw", "worker": "worker-test-pw", "investigator": "investigator-test-pw",
-	"console": "console-test-pw"}
+	"console": "console-test-pw", "reviewer": "reviewer-test-pw"}
 
 // auditGuard are the API subjects every profile is denied.
 var auditGuard = []string{
@@ -138,7 +139,9 @@ type permServer struct {
 	log *violationLog
 }
 
-func startPermServer(t *testing.T) *permServer {
+// extraUsers are more entries of the DROVER account's users list (test
+// passwords in the entries themselves).
+func startPermServer(t *testing.T, extraUsers ...string) *permServer {
 	t.Helper()
 	conf, err := os.ReadFile("../deploy/nats/permissions.conf")
 	require.NoError(t, err)
@@ -150,6 +153,9 @@ func startPermServer(t *testing.T) *permServer {
 	vars := "# test passwords\n"
 	for user, pw := range permPasswords {
 		vars += fmt.Sprintf("DROVER_%s_PASSWORD: %q\n", strings.ToUpper(user), pw)
+	}
+	for _, u := range extraUsers {
+		profiles = bytes.Replace(profiles, []byte("permissions: $REVIEWER}"), []byte("permissions: $REVIEWER}\n      "+u), 1)
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "profiles.conf"), append([]byte(vars), profiles...), 0o600))
 	path := filepath.Join(dir, "server.conf")
@@ -190,7 +196,12 @@ type permConn struct {
 
 func (s *permServer) connect(t *testing.T, user string) *permConn {
 	t.Helper()
-	opts, err := broker.AuthOptions{User: user, Password: permPasswords[user]}.Options()
+	return s.connectAs(t, user, permPasswords[user])
+}
+
+func (s *permServer) connectAs(t *testing.T, user, password string) *permConn {
+	t.Helper()
+	opts, err := broker.AuthOptions{User: user, Password: password}.Options()
 	require.NoError(t, err)
 	c := &permConn{user: user, violations: make(chan error, 64)}
 	opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {

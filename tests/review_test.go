@@ -116,21 +116,23 @@ func (r *reviewRig) prompt(task string, attempt int) string {
 func TestReviewWaitsWithoutAPoolSlotAndSurvivesARestart(t *testing.T) {
 	t.Parallel()
 	r := newReviewRig(t)
-	policy := pipeline.ReviewPolicy{Mode: subjects.ReviewAfterJudge}
+	// The gate is off for the queue; the ten tasks raise it (a request
+	// may raise the level, never lower it).
+	policy := pipeline.ReviewPolicy{Mode: subjects.ReviewOff}
 	stopA, _ := runOwned(t, r.worker(2, policy))
 	var ids []string
 	for i := range 10 {
 		ids = append(ids, fmt.Sprintf("edit-%02d", i))
 	}
-	after := r.submit(wsTasks("rv", ids...)...)
+	gated := wsTasks("rv", ids...)
+	for i := range gated {
+		gated[i].Review = subjects.ReviewAfterJudge
+	}
+	after := r.submit(gated...)
 	r.waitWaiting(10)
 
 	// Two more tasks with the gate off complete on the same pool of 2.
-	free := wsTasks("rv-free", "edit-free1", "edit-free2")
-	for i := range free {
-		free[i].Review = subjects.ReviewOff
-	}
-	afterFree := r.submit(free...)
+	afterFree := r.submit(wsTasks("rv-free", "edit-free1", "edit-free2")...)
 	got := r.waitTerminal("rv-free", afterFree, 2)
 	for _, id := range []string{"edit-free1", "edit-free2"} {
 		require.True(t, wsResult(t, got[id]).Pushed, id)

@@ -38,8 +38,10 @@ approve  sends it on to delivery (the push, the merge queue or the pull request)
 reject   sends it back to the implementer with the comment as feedback, like a
          judge's rejection (a rejected last attempt fails with max_attempts)
 
-Decisions are requests on drover.ctl.review.<wf>.<task> that any worker answers;
-a second decision on the same review is refused ("already decided").`,
+Decisions are requests on drover.ctl.review.<wf>.<task>.<reviewer> that any
+worker answers, recorded with the subject's reviewer (--reviewer, default the NATS
+--user), so NATS permissions can bind a reviewer to their user; a second decision
+on the same review is refused ("already decided").`,
 	}
 	cmd.AddCommand(newReviewListCmd(g), newReviewShowCmd(g),
 		newReviewDecideCmd(g, subjects.ReviewApprove), newReviewDecideCmd(g, subjects.ReviewReject))
@@ -280,7 +282,7 @@ func newReviewDecideCmd(g *globals, decision string) *cobra.Command {
 				return err
 			}
 			if reviewer == "" {
-				reviewer = defaultReviewer()
+				reviewer = defaultReviewer(g.auth.User)
 			}
 			body := subjects.ReviewDecisionRequest{Decision: decision, Comment: comment, Reviewer: reviewer}
 			if err := review.Validate(body); err != nil {
@@ -292,7 +294,11 @@ func newReviewDecideCmd(g *globals, decision string) *cobra.Command {
 			}
 			defer cl.Close()
 			b, _ := json.Marshal(body)
-			msg, err := controlRequest(cmd.Context(), cl.nc, g.names.ReviewSubject(ref.workflow, ref.task), b, timeout)
+			subj := g.names.ReviewSubject(ref.workflow, ref.task)
+			if subjects.ValidateID(reviewer) == nil {
+				subj = g.names.ReviewSubjectAs(ref.workflow, ref.task, reviewer)
+			}
+			msg, err := controlRequest(cmd.Context(), cl.nc, subj, b, timeout)
 			if err != nil {
 				return fmt.Errorf("review %s %s: %w", decision, ref, err)
 			}
@@ -317,13 +323,18 @@ func newReviewDecideCmd(g *globals, decision string) *cobra.Command {
 	c.Flags().StringVar(&workflow, "workflow", "", "workflow ID (with --id)")
 	c.Flags().StringVar(&id, "id", "", "task ID (with --workflow)")
 	c.Flags().StringVar(&comment, "comment", "", "why; a rejection's comment is the implementer's feedback (required to reject)")
-	c.Flags().StringVar(&reviewer, "reviewer", "", "who decides, recorded in review_decided (default: $USER@host)")
+	c.Flags().StringVar(&reviewer, "reviewer", "", "who decides, recorded in review_decided; sent in the subject, so a deployment can bind it to the NATS user (default: --user, else $USER@host)")
 	c.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for a worker's answer")
 	return c
 }
 
-// defaultReviewer is $USER@host (the account's name when USER is unset).
-func defaultReviewer() string {
+// defaultReviewer is the NATS user when one logs in (so a deployment that
+// binds reviewers to their users works without --reviewer), else
+// $USER@host (the account's name when USER is unset).
+func defaultReviewer(natsUser string) string {
+	if natsUser != "" {
+		return natsUser
+	}
 	name := os.Getenv("USER")
 	if name == "" {
 		if u, err := user.Current(); err == nil {

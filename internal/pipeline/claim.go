@@ -54,6 +54,11 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 			streamSeq: d.StreamSeq, numDelivered: d.NumDelivered,
 			revision: cur.Revision, retryFrom: cur.RetryFrom, retryRev: retryRevision(d),
 		})
+		if step == claimFresh || step == claimCreate {
+			if rej := p.admitRequest(d, req); rej != nil {
+				return nil, p.reject(ctx, d, rej), false
+			}
+		}
 		t := p.newRun(d, req)
 		switch step {
 		case claimFresh:

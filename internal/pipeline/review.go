@@ -16,8 +16,8 @@ type ReviewPolicy struct {
 	// Mode is the default of every queue: subjects.ReviewOff (the
 	// default), ReviewAfterJudge or ReviewInstead.
 	Mode string
-	// Queues overrides Mode per queue. A request's review field wins over
-	// both.
+	// Queues overrides Mode per queue. A request's review field may
+	// raise the level, never lower it (see ModeFor).
 	Queues map[string]string
 	// ExpireAfter fails a review not decided in time with review_expired
 	// (0: reviews never expire).
@@ -25,18 +25,21 @@ type ReviewPolicy struct {
 }
 
 // ModeFor is the review mode of a request on queue (requested: its review
-// field, "" for none).
+// field, "" for none): the queue's mode, else the default, raised to
+// requested when that is a higher level, never lowered (admission
+// refuses a request that asks for less; a request admitted before the
+// operator raised the mode gets the new floor).
 func (r ReviewPolicy) ModeFor(queue, requested string) string {
-	if requested != "" {
+	floor := subjects.ReviewOff
+	if m := r.Queues[queue]; m != "" {
+		floor = m
+	} else if r.Mode != "" {
+		floor = r.Mode
+	}
+	if requested != "" && reviewRank(requested) > reviewRank(floor) {
 		return requested
 	}
-	if m := r.Queues[queue]; m != "" {
-		return m
-	}
-	if r.Mode != "" {
-		return r.Mode
-	}
-	return subjects.ReviewOff
+	return floor
 }
 
 func (p *Pipeline) reviewMode(t *taskRun) string {

@@ -8,7 +8,7 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// TestReviewPolicyModeFor: a request's review field wins over its queue's
+// TestReviewPolicyModeFor: a request's review field raises (never lowers) its queue's
 // mode, which wins over the default; the zero policy is off.
 func TestReviewPolicyModeFor(t *testing.T) {
 	policy := ReviewPolicy{Mode: subjects.ReviewAfterJudge, Queues: map[string]string{"risky": subjects.ReviewInstead, "free": subjects.ReviewOff}}
@@ -23,7 +23,10 @@ func TestReviewPolicyModeFor(t *testing.T) {
 		{"default mode", policy, "default", "", subjects.ReviewAfterJudge},
 		{"queue mode", policy, "risky", "", subjects.ReviewInstead},
 		{"queue off over the default", policy, "free", "", subjects.ReviewOff},
-		{"request over the queue", policy, "risky", subjects.ReviewOff, subjects.ReviewOff},
+		{"a request cannot lower the queue's mode", policy, "risky", subjects.ReviewOff, subjects.ReviewInstead},
+		{"a request cannot lower the default", policy, "default", subjects.ReviewInstead, subjects.ReviewAfterJudge},
+		{"a request raises the queue's mode", policy, "free", subjects.ReviewInstead, subjects.ReviewInstead},
+		{"a request raises instead to after_judge", policy, "risky", subjects.ReviewAfterJudge, subjects.ReviewAfterJudge},
 	} {
 		assert.Equal(t, c.want, c.policy.ModeFor(c.queue, c.req), c.name)
 	}

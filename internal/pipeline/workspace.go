@@ -24,6 +24,10 @@ type Workspaces interface {
 	// Branch names the task's branch; requested (the request's branch)
 	// wins when set.
 	Branch(workflow, task, requested string) (string, error)
+	// CheckBranch is the branch policy for a request's own branch, at
+	// admission: an error (naming the branch and the rule) rejects the
+	// request with invalid_value.
+	CheckBranch(branch string) error
 	// Open gives the task a worktree on its branch at the spec's base,
 	// with the replayed patch applied.
 	Open(ctx context.Context, s WorkspaceSpec) (Workspace, error)

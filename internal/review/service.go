@@ -74,11 +74,11 @@ func (s *Service) Start(ctx context.Context) (stop func(), err error) {
 
 func (s *Service) handle(ctx context.Context, m *nats.Msg) subjects.ReviewReply {
 	parts := strings.Split(m.Subject, ".")
-	if len(parts) != 5 {
-		return subjects.ReviewReply{Error: fmt.Sprintf("review subject %q is not <prefix>.ctl.review.<workflow>.<task>", m.Subject)}
+	if len(parts) != 5 && len(parts) != 6 {
+		return subjects.ReviewReply{Error: fmt.Sprintf("review subject %.200q is not <prefix>.ctl.review.<workflow>.<task>[.<reviewer>]", m.Subject)}
 	}
-	ids := [2]string{}
-	for i, tok := range parts[3:5] {
+	ids := make([]string, len(parts)-3)
+	for i, tok := range parts[3:] {
 		id, err := subjects.ParseToken(tok)
 		if err == nil {
 			err = subjects.ValidateID(id)
@@ -94,6 +94,15 @@ func (s *Service) handle(ctx context.Context, m *nats.Msg) subjects.ReviewReply 
 	}
 	if err := json.Unmarshal(m.Data, &body); err != nil {
 		return subjects.ReviewReply{Workflow: ids[0], Task: ids[1], Error: fmt.Sprintf(`body must be {"decision": "approve"|"reject", "comment": "...", "reviewer": "..."}: %v`, err)}
+	}
+	if len(ids) == 3 {
+		// The bound form: NATS let this client publish on the subject of
+		// this reviewer, so the subject, not the body, says who decides.
+		if body.Reviewer != "" && body.Reviewer != ids[2] {
+			return subjects.ReviewReply{Workflow: ids[0], Task: ids[1],
+				Error: fmt.Sprintf("reviewer %.130q in the body is not %.130q, the reviewer of the subject", body.Reviewer, ids[2])}
+		}
+		body.Reviewer = ids[2]
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

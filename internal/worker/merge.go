@@ -26,6 +26,21 @@ func checkDelivery(cfg Config) error {
 	return fmt.Errorf("%w: delivery %.40q: must be branch, merge or pull_request", mergequeue.ErrInvalidConfig, cfg.Delivery)
 }
 
+// deliveryTargets are the branches delivery moves on its own (the merge
+// target, the pull-request base): no task's branch may be one of them.
+func deliveryTargets(cfg Config) []string {
+	var out []string
+	if cfg.Merge.Target != "" {
+		out = append(out, cfg.Merge.Target)
+	}
+	if cfg.PullRequests != nil {
+		if b := baseOf(cfg.PullRequests.Config().Base, cfg.Workspace.BaseRef); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // mergeDeliverer is the Deliverer of delivery merge: approved branches
 // enter the queue of the configured target.
 func (w *Worker) mergeDeliverer(m *workspace.Manager) pipeline.Deliverer {

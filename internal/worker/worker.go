@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,6 +198,7 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		if cfg.Workspace.MaxWorktrees <= 0 {
 			cfg.Workspace.MaxWorktrees = cfg.Concurrency
 		}
+		cfg.Workspace.ProtectedBranches = append(slices.Clone(cfg.Workspace.ProtectedBranches), deliveryTargets(cfg)...)
 		if err := cfg.Workspace.Validate(); err != nil {
 			return nil, err
 		}

@@ -82,6 +82,10 @@ func (a *workspaces) Branch(workflow, task, requested string) (string, error) {
 	return b, a.errOf(err)
 }
 
+func (a *workspaces) CheckBranch(branch string) error {
+	return a.m.CheckBranch(branch)
+}
+
 func (a *workspaces) Open(ctx context.Context, s pipeline.WorkspaceSpec) (pipeline.Workspace, error) {
 	spec := workspace.Spec{Workflow: s.Workflow, Task: s.Task, Branch: s.Branch, Base: s.Base}
 	if r := s.Replay; r != nil {

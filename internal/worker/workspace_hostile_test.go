@@ -108,7 +108,7 @@ func TestWorkspaceHostileAgents(t *testing.T) {
 				editTask(t, req)
 			}}
 			b.start(t, a.set(), t.TempDir(), true, 5*time.Second)
-			term := b.submit(t, "wf-hostile", subjects.TaskRequest{ID: "T1", Scope: "s"}, subjects.TaskRequest{ID: "T2", Scope: "a good one", Branch: "other/T2"})
+			term := b.submit(t, "wf-hostile", subjects.TaskRequest{ID: "T1", Scope: "s"}, subjects.TaskRequest{ID: "T2", Scope: "a good one", Branch: "drover/other/T2"})
 			require.Equal(t, tc.want, term["T1"].EventType, "%+v", term["T1"])
 			require.Equal(t, string(tc.reason), map[bool]string{true: term["T1"].Action, false: ""}[tc.reason != ""])
 			if tc.want == subjects.EventTaskFailed {
@@ -126,7 +126,7 @@ func TestWorkspaceHostileAgents(t *testing.T) {
 			}
 			if tc.name != "setup fails" {
 				require.Equal(t, subjects.EventTaskCompleted, term["T2"].EventType, "the other task is untouched: %+v", term["T2"])
-				git(t, b.repo, "rev-parse", "--verify", "refs/heads/other/T2")
+				git(t, b.repo, "rev-parse", "--verify", "refs/heads/drover/other/T2")
 			}
 		})
 	}

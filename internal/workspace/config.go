@@ -82,8 +82,22 @@ type Config struct {
 	Dir string `yaml:"dir"`
 	// BranchTemplate names a task's branch; {workflow} and {task} are
 	// replaced by the IDs escaped for ref names. A request's own branch
-	// wins. Default: "drover/{workflow}/{task}".
+	// wins. Default: "drover/{workflow}/{task}". It must start with
+	// BranchPrefix.
 	BranchTemplate string `yaml:"branch_template"`
+	// BranchPrefix is the prefix a request's own branch must have unless
+	// it matches AllowedBranches; it ends in "/". Default: "drover/".
+	BranchPrefix string `yaml:"branch_prefix"`
+	// AllowedBranches are patterns (path.Match syntax: "*" stays within
+	// one "/" component) a request's branch may match instead of being
+	// under BranchPrefix. Default: none.
+	AllowedBranches []string `yaml:"allowed_branches"`
+	// ProtectedBranches are patterns no request's branch may match and
+	// no task's branch is ever pushed to or deleted as. main, master, the
+	// remote's default branch and BaseRef are always protected; the
+	// worker adds the merge target and the pull-request base. Default:
+	// none besides those.
+	ProtectedBranches []string `yaml:"protected_branches"`
 	// Setup commands run in each opened worktree, in order, after the
 	// ignored files are copied; one failing fails Open with ErrSetupFailed.
 	Setup []Command `yaml:"setup"`
@@ -173,6 +187,9 @@ func (c *Config) Validate() error {
 	if probe := expand(c.BranchTemplate, "w", "t"); subjects.ValidBranch(probe) != nil ||
 		(!strings.Contains(c.BranchTemplate, "{task}")) {
 		return bad("branch_template", "%.80q must contain {task} and give a valid branch name", c.BranchTemplate)
+	}
+	if err := c.validateBranchPolicy(); err != nil {
+		return err
 	}
 	for i, cmds := range [][]Command{c.Setup, c.Cleanup} {
 		field := [...]string{"setup", "cleanup"}[i]

@@ -171,6 +171,9 @@ func (s *Scratch) markRebased(ctx context.Context, head string) error {
 // a branch someone moved since is left alone). A branch already gone is
 // no error.
 func (m *Manager) DeleteBranch(ctx context.Context, branch, head string) error {
+	if err := m.refuseProtected(branch); err != nil {
+		return err
+	}
 	ref := "refs/heads/" + branch
 	out, err := m.git.run(ctx, gitCall{args: []string{"--git-dir", m.mirror, "push", "--porcelain", "--no-verify",
 		"--force-with-lease=" + ref + ":" + head, "--end-of-options", m.cfg.PushRemote, ":" + ref}, limit: 1 << 20})

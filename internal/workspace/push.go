@@ -31,6 +31,9 @@ func (m *Manager) Push(ctx context.Context, branch, head string) error {
 	if !IsSHA(head) {
 		return fmt.Errorf("workspace: head %.80q is not a commit id", head)
 	}
+	if err := m.refuseProtected(branch); err != nil {
+		return err
+	}
 	r := &pushReq{ctx: ctx, branch: branch, head: head, done: make(chan error, 1)}
 	if err := m.pusher.enqueue(r); err != nil {
 		return err
