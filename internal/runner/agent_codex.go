@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+)
+
+// codexEvent is the part of a `codex exec --json` event (JSONL) that
+// Drover reads.
+type codexEvent struct {
+	Type     string `json:"type"`
+	ThreadID string `json:"thread_id"` // thread.started
+	Message  string `json:"message"`   // error
+	Item     *struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"item"` // item.completed
+	Usage *struct {
+		Input  float64 `json:"input_tokens"`
+		Cached float64 `json:"cached_input_tokens"`
+		Output float64 `json:"output_tokens"`
+	} `json:"usage"` // turn.completed
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"` // turn.failed
+}
+
+// parseCodex reads `codex exec --json`: thread.started gives the session
+// (thread_id); the last item.completed of type agent_message is the
+// answer; each turn.completed adds its usage (input_tokens counts the
+// cached ones, as OpenAI's do); turn.failed and error events give the
+// error (a 401 or 403 is permanent). Codex reports no cost: the ledger prices its tokens.
+func parseCodex(ctx context.Context, out []byte) (agentReport, error) {
+	var rep agentReport
+	var in, cached, output float64
+	err := jsonLines(ctx, out, func(line []byte) {
+		var ev codexEvent
+		if json.Unmarshal(line, &ev) != nil {
+			return
+		}
+		switch ev.Type {
+		case "thread.started":
+			rep.Session = ev.ThreadID
+		case "item.completed":
+			if ev.Item != nil && ev.Item.Type == "agent_message" {
+				rep.Answer = ev.Item.Text
+			}
+		case "turn.completed":
+			rep.Found = true
+			rep.Turns++
+			if u := ev.Usage; u != nil && sane(u.Input) && sane(u.Cached) && sane(u.Output) {
+				in, cached, output = in+u.Input, cached+u.Cached, output+u.Output
+				rep.HasUsage = true
+			}
+		case "turn.failed":
+			if ev.Error != nil && ev.Error.Message != "" {
+				rep.Error = ev.Error.Message
+			} else {
+				rep.Error = "codex reported a failed turn"
+			}
+		case "error":
+			if ev.Message != "" {
+				rep.Error = ev.Message
+			}
+		}
+	})
+	if err != nil {
+		return agentReport{}, err
+	}
+	// Its message for a refused key: "unexpected status 401 Unauthorized: ...".
+	rep.Permanent = strings.Contains(rep.Error, "status 401 ") || strings.Contains(rep.Error, "status 403 ")
+	if rep.HasUsage {
+		rep.InputTokens, _ = tokens(in)
+		rep.CacheReadTokens, _ = tokens(cached)
+		rep.OutputTokens, _ = tokens(output)
+	}
+	return rep, nil
+}
