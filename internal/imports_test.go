@@ -41,6 +41,8 @@ var importRules = []importRule{
 	{name: "only cmd/drover imports internal/cli", from: func(p string) bool { return p != "cmd/drover" }, to: under("internal/cli")},
 	{name: "subjects imports nothing of ours", from: under("subjects"), to: anyPkg},
 	{name: "internal/jsapi imports nothing of ours", from: under("internal/jsapi"), to: anyPkg},
+	{name: "internal/agenttest imports nothing of ours", from: under("internal/agenttest"), to: anyPkg},
+	{name: "only tests import internal/agenttest", from: func(p string) bool { return !under("internal/agenttest")(p) }, to: under("internal/agenttest")},
 	{name: "consumers does not depend on internal/pipeline", from: under("consumers"), to: under("internal/pipeline"), transitive: true},
 	{name: "internal/runner does not depend on internal/pipeline", from: under("internal/runner"), to: under("internal/pipeline"), transitive: true},
 	{name: "internal/workspace does not depend on internal/pipeline", from: under("internal/workspace"), to: under("internal/pipeline"), transitive: true},

@@ -29,11 +29,13 @@ type codexEvent struct {
 // parseCodex reads `codex exec --json`: thread.started gives the session
 // (thread_id); the last item.completed of type agent_message is the
 // answer; each turn.completed adds its usage (input_tokens counts the
-// cached ones, as OpenAI's do); turn.failed and error events give the
-// error (a 401 or 403 is permanent). Codex reports no cost: the ledger prices its tokens.
+// cached ones, as OpenAI's do); turn.failed gives the error, else the
+// last error event when no turn completed (one that did recovered from
+// it) (a 401 or 403 is permanent). Codex reports no cost: the ledger prices its tokens.
 func parseCodex(ctx context.Context, out []byte) (agentReport, error) {
 	var rep agentReport
 	var in, cached, output float64
+	var lastErr string
 	err := jsonLines(ctx, out, func(line []byte) {
 		var ev codexEvent
 		if json.Unmarshal(line, &ev) != nil {
@@ -59,14 +61,17 @@ func parseCodex(ctx context.Context, out []byte) (agentReport, error) {
 			} else {
 				rep.Error = "codex reported a failed turn"
 			}
-		case "error":
+		case "error": // also a transient "Reconnecting... 2/5"
 			if ev.Message != "" {
-				rep.Error = ev.Message
+				lastErr = ev.Message
 			}
 		}
 	})
 	if err != nil {
 		return agentReport{}, err
+	}
+	if rep.Error == "" && !rep.Found {
+		rep.Error = lastErr
 	}
 	// Its message for a refused key: "unexpected status 401 Unauthorized: ...".
 	rep.Permanent = strings.Contains(rep.Error, "status 401 ") || strings.Contains(rep.Error, "status 403 ")

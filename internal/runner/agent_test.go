@@ -56,6 +56,11 @@ func TestAgentParsers(t *testing.T) {
 			"{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"b\"}}\n" +
 			"{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":20,\"cached_input_tokens\":8,\"output_tokens\":2}}\n"),
 			agentReport{Found: true, Answer: "b", InputTokens: 30, CacheReadTokens: 12, OutputTokens: 3, HasUsage: true, Turns: 2}},
+		{"codex recovered from a reconnect", parseCodex, []byte("{\"type\":\"error\",\"message\":\"Reconnecting... 2/5 (stream disconnected)\"}\n" +
+			"{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"ok\"}}\n{\"type\":\"turn.completed\"}\n"),
+			agentReport{Found: true, Answer: "ok", Turns: 1}},
+		{"codex gave up reconnecting", parseCodex, []byte("{\"type\":\"turn.started\"}\n{\"type\":\"error\",\"message\":\"Reconnecting... 5/5 (stream disconnected)\"}\n"),
+			agentReport{Error: "Reconnecting... 5/5 (stream disconnected)"}},
 		{"gemini json", parseGemini, []byte("Loaded cached credentials.\n{\"session_id\":\"g1\",\"response\":\"{\\\"verdict\\\":\\\"approve\\\"}\",\"stats\":{\"models\":{" +
 			"\"gemini-2.5-flash\":{\"tokens\":{\"prompt\":10,\"candidates\":2,\"cached\":0,\"thoughts\":1}}," +
 			"\"gemini-2.5-pro\":{\"tokens\":{\"prompt\":100,\"candidates\":20,\"cached\":50,\"thoughts\":5}}}}}"),
