@@ -60,6 +60,9 @@ type agentPreset struct {
 	inherit []string
 	// parse reads the CLI's stdout.
 	parse func(ctx context.Context, out []byte) (agentReport, error)
+	// model, when set, names the model from the argv and the child's
+	// environment, for a CLI whose output does not.
+	model func(argv []string, env map[string]string) string
 }
 
 var agentPresets = map[string]agentPreset{
@@ -84,6 +87,7 @@ var agentPresets = map[string]agentPreset{
 		inherit: []string{"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORGANIZATION", "OPENAI_PROJECT",
 			"CODEX_HOME", "AZURE_OPENAI_API_KEY"},
 		parse: parseCodex,
+		model: codexModel,
 	},
 	AgentGemini: {
 		// Non-interactive when stdin is not a terminal; yolo approves
@@ -236,6 +240,9 @@ func (e *Exec) agentResult(ctx context.Context, out []byte, exitErr error, stder
 		return Result{}, fmt.Errorf("exec %s: %w%s", name, err, stderr)
 	case !rep.Found:
 		return Result{}, fmt.Errorf("exec %s: %s output has no final result%s", name, e.cfg.Agent, stderr)
+	}
+	if rep.Model == "" && p.model != nil {
+		rep.Model = p.model(e.cfg.Argv, e.baseEnv())
 	}
 	res, err := ParseOutput(ctx, e.role, []byte(rep.Answer))
 	if err != nil {

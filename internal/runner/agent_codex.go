@@ -1,8 +1,12 @@
 package runner
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -81,4 +85,53 @@ func parseCodex(ctx context.Context, out []byte) (agentReport, error) {
 		rep.OutputTokens, _ = tokens(output)
 	}
 	return rep, nil
+}
+
+// codexModel is the model Codex runs, which its events do not name: the
+// argv's -m/--model or -c model=..., else the top-level model key of
+// config.toml in the child's CODEX_HOME (default $HOME/.codex); "" when
+// neither says.
+func codexModel(argv []string, env map[string]string) string {
+	for i, a := range argv {
+		next := ""
+		if i+1 < len(argv) {
+			next = argv[i+1]
+		}
+		switch {
+		case a == "-m" || a == "--model":
+			return next
+		case strings.HasPrefix(a, "--model="):
+			return strings.TrimPrefix(a, "--model=")
+		case (a == "-c" || a == "--config") && strings.HasPrefix(next, "model="):
+			return strings.Trim(strings.TrimPrefix(next, "model="), `"'`)
+		}
+	}
+	home := env["CODEX_HOME"]
+	if home == "" && env["HOME"] != "" {
+		home = filepath.Join(env["HOME"], ".codex")
+	}
+	if home == "" {
+		return ""
+	}
+	f, err := os.Open(filepath.Join(home, "config.toml"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			return "" // past the top-level keys
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if ok && strings.TrimSpace(k) == "model" {
+			v = strings.TrimSpace(v)
+			if i := strings.Index(v, " #"); i >= 0 {
+				v = strings.TrimSpace(v[:i])
+			}
+			return strings.Trim(v, `"'`)
+		}
+	}
+	return ""
 }

@@ -141,6 +141,7 @@ func TestRealCodexImplements(t *testing.T) {
 	reqs := fake.Requests()
 	require.Len(t, reqs, 3)
 	require.Equal(t, fakeCodexModel, reqs[0].Model)
+	require.Equal(t, fakeCodexModel, res.Metadata["model"], "the model of CODEX_HOME's config.toml, for the ledger's price")
 	require.Equal(t, reqs[0].Session, res.Metadata["session_id"], "the thread the CLI ran")
 }
 

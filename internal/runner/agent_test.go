@@ -131,3 +131,27 @@ func FuzzAgentParsers(f *testing.F) {
 		}
 	})
 }
+
+func TestCodexModel(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".codex"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".codex", "config.toml"),
+		[]byte("# mine\nmodel_provider = \"gw\"\nmodel = \"gpt-5-codex\"  # the default\n[model_providers.gw]\nmodel = \"no\"\n"), 0o600))
+	other := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(other, "config.toml"), []byte("[profiles.x]\nmodel = \"no\"\n"), 0o600))
+	for _, tc := range []struct {
+		argv []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"codex", "exec", "-m", "o3", "-"}, nil, "o3"},
+		{[]string{"codex", "exec", "--model=o4-mini"}, nil, "o4-mini"},
+		{[]string{"codex", "exec", "-c", `model="gpt-5"`}, nil, "gpt-5"},
+		{[]string{"codex", "exec"}, map[string]string{"HOME": home}, "gpt-5-codex"},
+		{[]string{"codex", "exec"}, map[string]string{"HOME": home, "CODEX_HOME": other}, ""},
+		{[]string{"codex", "exec"}, nil, ""},
+	} {
+		require.Equal(t, tc.want, codexModel(tc.argv, tc.env), "%v %v", tc.argv, tc.env)
+	}
+}
