@@ -65,3 +65,21 @@ stream_max_retries = 0
 	}
 	return dir
 }
+
+// GeminiHome returns a new HOME whose Gemini CLI settings select the API
+// key (GEMINI_API_KEY) as the auth method, which a run against
+// GOOGLE_GEMINI_BASE_URL needs: without it the CLI infers a gateway auth
+// that it refuses in headless mode ("Invalid auth method selected").
+func GeminiHome(t testing.TB) string {
+	t.Helper()
+	home := t.TempDir()
+	dir := filepath.Join(home, ".gemini")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatalf("gemini home: %v", err)
+	}
+	settings := `{"security": {"auth": {"selectedType": "gemini-api-key"}}}`
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatalf("gemini home: %v", err)
+	}
+	return home
+}

@@ -60,6 +60,9 @@ type agentPreset struct {
 	inherit []string
 	// parse reads the CLI's stdout.
 	parse func(ctx context.Context, out []byte) (agentReport, error)
+	// errOnStderr: the CLI prints its failure's report on stderr, which
+	// parse then reads when stdout has none.
+	errOnStderr bool
 	// model, when set, names the model from the argv and the child's
 	// environment, for a CLI whose output does not.
 	model func(argv []string, env map[string]string) string
@@ -91,9 +94,12 @@ var agentPresets = map[string]agentPreset{
 	},
 	AgentGemini: {
 		// Non-interactive when stdin is not a terminal; yolo approves
-		// every tool call.
-		argv: []string{"gemini", "--output-format", "json", "--approval-mode", "yolo"},
-		inherit: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_MODEL",
+		// every tool call, in a folder it is told to trust (else it
+		// falls back to asking, and a headless run then does nothing).
+		argv:        []string{"gemini", "--output-format", "json", "--approval-mode", "yolo"},
+		env:         map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true"},
+		errOnStderr: true,
+		inherit: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_MODEL", "GEMINI_CLI_HOME",
 			"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS"},
 		parse: parseGemini,
 	},
@@ -215,6 +221,11 @@ func (e *Exec) agentResult(ctx context.Context, out []byte, exitErr error, stder
 	rep, perr := p.parse(ctx, out)
 	if errors.Is(exitErr, exec.ErrWaitDelay) {
 		exitErr = nil // it exited 0; a process it left held stdout
+	}
+	if p.errOnStderr && perr == nil && exitErr != nil && rep.Error == "" && !rep.Found {
+		if r, err := p.parse(ctx, []byte(stderr)); err == nil && r.Error != "" {
+			rep.Error, rep.Permanent = r.Error, r.Permanent
+		}
 	}
 	switch {
 	case perr != nil && exitErr == nil:

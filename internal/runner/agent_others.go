@@ -28,7 +28,8 @@ type geminiOutput struct {
 	} `json:"error"`
 }
 
-// parseGemini reads Gemini CLI's JSON output: "response" is the answer,
+// parseGemini reads Gemini CLI's JSON output (on stdout; on stderr when
+// it fails): "response" is the answer,
 // "error" the agent's error, and stats.models the tokens of each model
 // (prompt counts the cached; candidates and thoughts are output). The
 // model recorded is the one with the most prompt tokens. Gemini reports
@@ -36,10 +37,9 @@ type geminiOutput struct {
 func parseGemini(ctx context.Context, out []byte) (agentReport, error) {
 	var rep agentReport
 	text := bytes.TrimSpace(out)
-	// Warnings may precede the object: it starts at the first line that
-	// opens one.
-	start := bytes.Index(text, []byte("\n{"))
-	if len(text) > 0 && text[0] != '{' && start >= 0 {
+	// Warnings and stack traces may precede the object: it starts at the
+	// last line that opens one (its own lines are indented).
+	if start := bytes.LastIndex(text, []byte("\n{")); start >= 0 {
 		text = text[start+1:]
 	}
 	var g geminiOutput

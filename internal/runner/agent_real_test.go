@@ -153,3 +153,43 @@ func TestRealCodexRefusedKey(t *testing.T) {
 	require.Contains(t, err.Error(), "401 Unauthorized: Incorrect API key provided", "the agent's own message")
 	require.True(t, errors.Is(err, ErrPermanent), "a refused key is not retried: %v", err)
 }
+
+func geminiEnv(t *testing.T, fake *agenttest.Gemini) map[string]string {
+	return map[string]string{
+		"PATH": agenttest.Path(agenttest.CLI(t, "gemini")), "HOME": agenttest.GeminiHome(t),
+		"GEMINI_API_KEY": "gemini-test-key", "GOOGLE_GEMINI_BASE_URL": fake.URL,
+	}
+}
+
+func TestRealGeminiImplements(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fake := agenttest.NewGemini(t,
+		agenttest.Turn{Tool: "write_file", Input: map[string]any{"file_path": filepath.Join(dir, "hello.txt"), "content": "hi\n"}, InputTokens: 1000, OutputTokens: 100},
+		agenttest.Turn{Tool: "run_shell_command", Input: map[string]any{"command": verifyCmd}, InputTokens: 1200, OutputTokens: 50},
+		agenttest.Turn{Text: `{"change":"wrote hello.txt","files":["hello.txt"]}`, InputTokens: 1300, OutputTokens: 20},
+	)
+	res, err := runAgent(t, subjects.RoleImplementer, AgentGemini, geminiEnv(t, fake), dir)
+	require.NoError(t, err)
+	requireWorked(t, dir)
+	require.JSONEq(t, `{"change":"wrote hello.txt","files":["hello.txt"]}`, string(res.Output))
+	in, out := fake.Totals()
+	require.Equal(t, map[string]any{"input_tokens": in, "output_tokens": out}, res.Metadata["usage"], "the tokens the API reported, its side requests included")
+	var main string
+	for _, r := range fake.Requests() {
+		if r.Turn >= 0 {
+			main = r.Model
+		}
+	}
+	require.Equal(t, main, res.Metadata["model"], "the model of the agent's loop")
+	require.NotEmpty(t, res.Metadata["session_id"])
+}
+
+func TestRealGeminiRefusedKey(t *testing.T) {
+	t.Parallel()
+	fake := agenttest.NewGemini(t, agenttest.Turn{Status: http.StatusUnauthorized, Text: "API key not valid. Please pass a valid API key."})
+	_, err := runAgent(t, subjects.RoleImplementer, AgentGemini, geminiEnv(t, fake), t.TempDir())
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `: {"error":{"code":401,"message":"API key not valid.`, "the agent's own message")
+	require.True(t, errors.Is(err, ErrPermanent), "a refused key is not retried: %v", err)
+}

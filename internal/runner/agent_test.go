@@ -18,7 +18,8 @@ func captured(t testing.TB, name string) []byte {
 }
 
 // The parsers read the CLIs' real output, captured from Claude Code
-// 2.1.332 and Codex 0.171.0 run against internal/agenttest's fakes.
+// 2.1.332, Codex 0.171.0 and Gemini CLI 0.61.0 run against
+// internal/agenttest's fakes.
 func TestAgentParsers(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -65,6 +66,11 @@ func TestAgentParsers(t *testing.T) {
 			"\"gemini-2.5-flash\":{\"tokens\":{\"prompt\":10,\"candidates\":2,\"cached\":0,\"thoughts\":1}}," +
 			"\"gemini-2.5-pro\":{\"tokens\":{\"prompt\":100,\"candidates\":20,\"cached\":50,\"thoughts\":5}}}}}"),
 			agentReport{Found: true, Answer: `{"verdict":"approve"}`, Session: "g1", Model: "gemini-2.5-pro", InputTokens: 110, CacheReadTokens: 50, OutputTokens: 28, HasUsage: true}},
+		{"gemini json, captured", parseGemini, captured(t, "gemini_success.json"), agentReport{
+			Found: true, Answer: `{"change":"done"}`, Session: "fde613b4-d03b-4e7b-a84e-0a3d934a8244", Model: "gemini-3.1-pro-preview",
+			InputTokens: 3505, OutputTokens: 171, HasUsage: true}},
+		{"gemini error after a stack trace", parseGemini, []byte("Error when talking to Gemini API\n    at x {\n  status: 401\n}\n{\n  \"session_id\": \"s\",\n  \"error\": {\"type\": \"Error\", \"message\": \"bad key\", \"code\": 401}\n}\n"),
+			agentReport{Error: "bad key", Permanent: true, Session: "s"}},
 		{"gemini error", parseGemini, []byte(`{"error":{"type":"FatalAuthenticationError","message":"API key not valid","code":401}}`),
 			agentReport{Error: "API key not valid", Permanent: true}},
 		{"opencode json", parseOpencode, []byte(
@@ -115,7 +121,7 @@ func TestAgentMessageIsBoundedAndPlain(t *testing.T) {
 // FuzzAgentParsers: no output makes a parser panic, and what it reports
 // is sane.
 func FuzzAgentParsers(f *testing.F) {
-	for _, name := range []string{"claude_success.jsonl", "claude_success.json", "claude_auth_error.jsonl", "codex_success.jsonl", "codex_auth_error.jsonl"} {
+	for _, name := range []string{"claude_success.jsonl", "claude_success.json", "claude_auth_error.jsonl", "codex_success.jsonl", "codex_auth_error.jsonl", "gemini_success.json"} {
 		f.Add(captured(f, name))
 	}
 	f.Add([]byte(`{"response":"x","stats":{"models":{"m":{"tokens":{"prompt":1}}}}}`))
