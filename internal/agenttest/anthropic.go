@@ -38,7 +38,11 @@ type Request struct {
 	Tools   []string // the names of the tools offered
 	Turn    int      // which turn of the script answered it (-1: a side request)
 	Session string   // the conversation's ID as the client sent it, if any
-	Body    []byte
+	// Messages is the length of the history the request carries
+	// (messages, input items, contents): a resumed session sends its
+	// earlier conversation.
+	Messages int
+	Body     []byte
 }
 
 // Anthropic is a fake of the Messages API (POST /v1/messages, streaming
@@ -109,7 +113,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"input_tokens": 10})
 		return
 	}
-	rec := Request{Path: r.URL.Path, Model: b.Model, Turn: -1, Body: body, Session: r.Header.Get("X-Claude-Code-Session-Id")}
+	rec := Request{Path: r.URL.Path, Model: b.Model, Turn: -1, Body: body, Session: r.Header.Get("X-Claude-Code-Session-Id"), Messages: len(b.Messages)}
 	for _, t := range b.Tools {
 		rec.Tools = append(rec.Tools, t.Name)
 	}

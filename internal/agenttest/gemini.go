@@ -79,7 +79,7 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "message": err.Error(), "status": "INVALID_ARGUMENT"}})
 		return
 	}
-	rec := Request{Path: path, Model: model, Turn: -1, Body: body}
+	rec := Request{Path: path, Model: model, Turn: -1, Body: body, Messages: len(b.Contents)}
 	for _, t := range b.Tools {
 		for _, d := range t.FunctionDeclarations {
 			rec.Tools = append(rec.Tools, d.Name)

@@ -72,7 +72,7 @@ func (f *Responses) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"type": "invalid_request_error", "message": err.Error()}})
 		return
 	}
-	rec := Request{Path: r.URL.Path, Model: b.Model, Body: body, Session: r.Header.Get("Session_id")}
+	rec := Request{Path: r.URL.Path, Model: b.Model, Body: body, Session: r.Header.Get("Session_id"), Messages: len(b.Input)}
 	if rec.Session == "" {
 		rec.Session = b.PromptCacheKey
 	}

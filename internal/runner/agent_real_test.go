@@ -94,6 +94,7 @@ func TestRealClaudeCodeImplements(t *testing.T) {
 	reqs := fake.Requests()
 	require.NotEmpty(t, reqs)
 	require.Equal(t, reqs[0].Session, res.Metadata["session_id"], "the session the CLI ran")
+	require.Less(t, reqs[0].Messages, reqs[len(reqs)-1].Messages, "each turn sends the conversation so far")
 	require.EqualValues(t, 3, res.Metadata["num_turns"])
 }
 
