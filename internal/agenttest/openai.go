@@ -13,7 +13,8 @@ import (
 
 // Responses is a fake of the OpenAI Responses API (POST /v1/responses,
 // streaming SSE as Codex uses it). The turn of a request is the number of
-// tool calls in its input, so the script answers the agent's loop in order.
+// the model's answers (tool calls, assistant messages) in its input, so
+// the script answers the agent's loop in order, a resumed session too.
 // A tool call's Input is sent as the function's JSON arguments. Every
 // answer reports its usage; Totals sums them.
 type Responses struct {
@@ -53,6 +54,7 @@ type responsesBody struct {
 	Model string `json:"model"`
 	Input []struct {
 		Type string `json:"type"`
+		Role string `json:"role"`
 	} `json:"input"`
 	Tools []struct {
 		Type string `json:"type"`
@@ -80,8 +82,8 @@ func (f *Responses) serve(w http.ResponseWriter, r *http.Request) {
 		rec.Tools = append(rec.Tools, t.Name)
 	}
 	for _, it := range b.Input {
-		if strings.HasSuffix(it.Type, "_call") {
-			rec.Turn++
+		if strings.HasSuffix(it.Type, "_call") || it.Type == "message" && it.Role == "assistant" {
+			rec.Turn++ // one answer of the model (the fake gives one item each)
 		}
 	}
 	turn := Turn{Text: "script exhausted", InputTokens: 1, OutputTokens: 1}

@@ -194,3 +194,56 @@ func TestRealGeminiRefusedKey(t *testing.T) {
 	require.Contains(t, err.Error(), `: {"error":{"code":401,"message":"API key not valid.`, "the agent's own message")
 	require.True(t, errors.Is(err, ErrPermanent), "a refused key is not retried: %v", err)
 }
+
+// A second run that resumes the first one's session: the CLI sends the
+// earlier conversation under the same session ID, and the fake's script
+// goes on from it.
+func TestRealAgentsResumeTheirSession(t *testing.T) {
+	t.Parallel()
+	type fake interface{ Requests() []agenttest.Request }
+	cases := []struct {
+		agent string
+		start func(t *testing.T, turns ...agenttest.Turn) (fake, map[string]string)
+	}{
+		{AgentClaudeCode, func(t *testing.T, turns ...agenttest.Turn) (fake, map[string]string) {
+			f := agenttest.NewAnthropic(t, turns...)
+			return f, claudeEnv(t, f)
+		}},
+		{AgentCodex, func(t *testing.T, turns ...agenttest.Turn) (fake, map[string]string) {
+			f := agenttest.NewResponses(t, turns...)
+			return f, codexEnv(t, f)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.agent, func(t *testing.T) {
+			t.Parallel()
+			f, env := tc.start(t,
+				agenttest.Turn{Text: `{"change":"first attempt"}`, InputTokens: 1000, OutputTokens: 10},
+				agenttest.Turn{Text: `{"change":"second attempt"}`, InputTokens: 1100, OutputTokens: 10},
+			)
+			dir := t.TempDir()
+			first, err := runAgent(t, subjects.RoleImplementer, tc.agent, env, dir)
+			require.NoError(t, err)
+			require.JSONEq(t, `{"change":"first attempt"}`, string(first.Output))
+			session, _ := first.Metadata["session_id"].(string)
+			require.NotEmpty(t, session)
+			cold := len(f.Requests())
+
+			argv, ok, err := AgentResumeArgv(tc.agent, AgentArgv(tc.agent), session)
+			require.NoError(t, err)
+			require.True(t, ok)
+			e, err := NewExec(subjects.RoleImplementer, ExecConfig{Agent: tc.agent, Argv: argv, Env: env}, nil)
+			require.NoError(t, err)
+			req := simReq(t, subjects.RoleImplementer, "")
+			req.Attempt, req.Feedback = 2, "add a test"
+			req.Workspace = &Workspace{Dir: dir}
+			second, err := e.Run(context.Background(), req)
+			require.NoError(t, err)
+			require.JSONEq(t, `{"change":"second attempt"}`, string(second.Output), "the script went on from the earlier conversation")
+			require.Equal(t, session, second.Metadata["session_id"])
+			resumed := f.Requests()[cold]
+			require.Equal(t, session, resumed.Session)
+			require.Greater(t, resumed.Messages, f.Requests()[0].Messages, "the resumed request carries the earlier conversation")
+		})
+	}
+}

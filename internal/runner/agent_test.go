@@ -161,3 +161,32 @@ func TestCodexModel(t *testing.T) {
 		require.Equal(t, tc.want, codexModel(tc.argv, tc.env), "%v %v", tc.argv, tc.env)
 	}
 }
+
+func TestAgentResumeArgv(t *testing.T) {
+	t.Parallel()
+	const id = "0c8f085b-b01e-49fd-aa94-4b7853dde520"
+	got, ok, err := AgentResumeArgv(AgentClaudeCode, AgentArgv(AgentClaudeCode), id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, append(AgentArgv(AgentClaudeCode), "--resume", id), got)
+	got, ok, err = AgentResumeArgv(AgentCodex, AgentArgv(AgentCodex), id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []string{"codex", "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "resume", id, "-"}, got)
+	for _, tc := range []struct {
+		agent string
+		argv  []string
+	}{
+		{AgentGemini, AgentArgv(AgentGemini)},
+		{AgentCodex, []string{"codex", "exec", "--json"}},
+		{AgentClaudeCode, []string{"claude", "-p", "--resume", "x"}},
+	} {
+		_, ok, err := AgentResumeArgv(tc.agent, tc.argv, id)
+		require.NoError(t, err)
+		require.False(t, ok, "%s %v", tc.agent, tc.argv)
+	}
+	for _, bad := range []string{"", "--dangerously-skip", "a b", "a;b", strings.Repeat("a", 129), "ü"} {
+		_, _, err := AgentResumeArgv(AgentClaudeCode, AgentArgv(AgentClaudeCode), bad)
+		require.Error(t, err, bad)
+	}
+}
