@@ -42,6 +42,8 @@ var importRules = []importRule{
 	{name: "subjects imports nothing of ours", from: under("subjects"), to: anyPkg},
 	{name: "internal/jsapi imports nothing of ours", from: under("internal/jsapi"), to: anyPkg},
 	{name: "internal/sandbox imports nothing of ours", from: under("internal/sandbox"), to: anyPkg},
+	{name: "internal/agenttest imports nothing of ours", from: under("internal/agenttest"), to: anyPkg},
+	{name: "only tests import internal/agenttest", from: func(p string) bool { return !under("internal/agenttest")(p) }, to: under("internal/agenttest")},
 	{name: "consumers does not depend on internal/pipeline", from: under("consumers"), to: under("internal/pipeline"), transitive: true},
 	{name: "internal/runner does not depend on internal/pipeline", from: under("internal/runner"), to: under("internal/pipeline"), transitive: true},
 	{name: "internal/workspace does not depend on internal/pipeline", from: under("internal/workspace"), to: under("internal/pipeline"), transitive: true},

@@ -153,10 +153,14 @@ func cacheText(f *config.File, r subjects.Role) string {
 // the API key's variable and whether it is set, never the key.
 func runnerDetail(rc *config.Role) string {
 	switch {
-	case rc.Exec != nil:
-		q := make([]string, len(rc.Exec.Argv))
-		for i, a := range rc.Exec.Argv {
+	case rc.Exec != nil || rc.Agent != "":
+		argv := rc.ExecArgv()
+		q := make([]string, len(argv))
+		for i, a := range argv {
 			q[i] = fmt.Sprintf("%q", a)
+		}
+		if rc.Agent != "" {
+			return "agent " + rc.Agent + ", argv [" + strings.Join(q, " ") + "]"
 		}
 		return "argv [" + strings.Join(q, " ") + "]"
 	case rc.OpenAI != nil:

@@ -151,8 +151,15 @@ const (
 
 // Role is one role's runner and its settings.
 type Role struct {
-	// Runner is sim, exec or openai. Empty means sim.
+	// Runner is sim, exec or openai. Empty means sim, or exec when Agent
+	// is set.
 	Runner string `yaml:"runner"`
+	// Agent names an agent preset (runner.Agents: claude-code, codex,
+	// gemini, opencode) that runs on the exec runner: it knows the CLI's
+	// argv, the variables it needs and how to read its answer, usage,
+	// session and errors (see runner.ExecConfig.Agent). Exec's fields
+	// override the preset's; Exec may then be left out. Empty means none.
+	Agent string `yaml:"agent"`
 	// Timeout bounds this role's calls, within worker.role_timeout (the
 	// shorter wins). Zero means only worker.role_timeout applies.
 	Timeout time.Duration `yaml:"timeout"`
@@ -164,8 +171,8 @@ type Role struct {
 	// side-effecting (it edits files). true declares an exec agent pure;
 	// false turns caching off for any role.
 	Cache *bool `yaml:"cache"`
-	// Exec configures the exec runner; required when Runner is exec, an
-	// error otherwise.
+	// Exec configures the exec runner; required when Runner is exec
+	// without an Agent, an error with another runner.
 	Exec *Exec `yaml:"exec"`
 	// OpenAI configures the openai runner; required when Runner is
 	// openai, an error otherwise.

@@ -33,7 +33,8 @@ func TestConfigExampleIsTheExamplesFileAndValid(t *testing.T) {
 	require.Equal(t, RunnerOpenAI, f.Roles.Planner.RunnerName())
 	require.Equal(t, "qwen2.5-coder:14b", f.Roles.Planner.OpenAI.Model)
 	require.InDelta(t, 0.2, *f.Roles.Planner.OpenAI.Temperature, 1e-9)
-	require.Equal(t, []string{"claude", "-p", "--output-format", "text", "--permission-mode", "acceptEdits"}, f.Roles.Implementer.Exec.Argv)
+	require.Equal(t, runner.AgentArgv(runner.AgentClaudeCode), f.Roles.Implementer.Exec.Argv, "the example spells out the preset's argv")
+	require.Equal(t, runner.AgentClaudeCode, f.Roles.Implementer.Agent)
 	require.Equal(t, RunnerSim, f.Roles.Judge.RunnerName())
 	require.Equal(t, map[subjects.Role]time.Duration{subjects.RolePlanner: 10 * time.Minute, subjects.RoleImplementer: 30 * time.Minute}, f.RoleTimeouts())
 }

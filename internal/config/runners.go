@@ -65,7 +65,8 @@ var natsURLEnv = []string{"NATS_URL", "DROVER_NATS_URL"}
 // worker, for a redact.Redactor: the value of each openai role's API key
 // variable; the values of each exec role's env and inherited variables
 // that are listed in secret_env or named like a secret (see
-// redact.SecretEnvName); NATS_PASSWORD, NATS_TOKEN, DROVER_PASSWORD and
+// redact.SecretEnvName), an agent preset's inherited ones included, and
+// the credentials in an agent's proxy variables; NATS_PASSWORD, NATS_TOKEN, DROVER_PASSWORD and
 // DROVER_TOKEN; and the credentials in nats_url, NATS_URL,
 // DROVER_NATS_URL and every base_url; the value of pull_request.token_env.
 // extra are added as they are (the --password and --token flags).
@@ -96,16 +97,30 @@ func (f *File) Secrets(extra ...string) []string {
 			env(key)
 			out = append(out, redact.URLSecrets(o.BaseURL)...)
 		}
-		if e := rc.Exec; e != nil {
-			secret := func(name string) bool { return redact.SecretEnvName(name) || slices.Contains(e.SecretEnv, name) }
+		if rc.RunnerName() == RunnerExec && (rc.Exec != nil || rc.Agent != "") {
+			e := rc.execConfig()
+			var listed []string
+			if rc.Exec != nil {
+				listed = rc.Exec.SecretEnv
+			}
+			secret := func(name string) bool { return redact.SecretEnvName(name) || slices.Contains(listed, name) }
 			for k, v := range e.Env {
 				if secret(k) {
 					out = append(out, v)
 				}
 			}
-			for _, k := range e.Inherit {
+			inherit := e.Inherit
+			if inherit == nil && rc.Agent != "" {
+				inherit = runner.AgentInherit(rc.Agent)
+			}
+			for _, k := range inherit {
 				if secret(k) {
 					env(k)
+				}
+			}
+			if rc.Agent != "" { // a proxy's URL may hold credentials
+				for _, k := range runner.ProxyEnv() {
+					out = append(out, redact.URLSecrets(os.Getenv(k))...)
 				}
 			}
 		}
@@ -226,10 +241,10 @@ func (rc *Role) build(r subjects.Role, prompts *prompt.Set, sim *runner.Sim, sb 
 		}
 		return sim, nil
 	case RunnerExec:
-		if rc.Exec == nil {
+		if rc.Exec == nil && rc.Agent == "" {
 			return nil, fmt.Errorf("exec: required when runner is exec")
 		}
-		cfg := rc.Exec.runnerConfig()
+		cfg := rc.execConfig()
 		cfg.Sandbox = sb
 		return runner.NewExec(r, cfg, prompts)
 	case RunnerOpenAI:
@@ -244,9 +259,24 @@ func (rc *Role) build(r subjects.Role, prompts *prompt.Set, sim *runner.Sim, sb 
 	}
 }
 
-func (e *Exec) runnerConfig() runner.ExecConfig {
+// ExecArgv is the argv the role's exec runner starts: exec.argv, else its
+// agent preset's; nil for neither.
+func (rc *Role) ExecArgv() []string {
+	if rc.Exec != nil && len(rc.Exec.Argv) > 0 {
+		return rc.Exec.Argv
+	}
+	return runner.AgentArgv(rc.Agent)
+}
+
+// execConfig is the exec runner's config of the role: its exec fields
+// over its agent preset, if any.
+func (rc *Role) execConfig() runner.ExecConfig {
+	e := rc.Exec
+	if e == nil {
+		e = &Exec{}
+	}
 	return runner.ExecConfig{
-		Argv: e.Argv, Dir: e.Dir, Env: e.Env, Inherit: e.Inherit,
+		Agent: rc.Agent, Argv: e.Argv, Dir: e.Dir, Env: e.Env, Inherit: e.Inherit,
 		PromptEnv: e.PromptEnv, PromptFile: e.PromptFile,
 		MaxOutputBytes: e.MaxOutputBytes, MaxStderrBytes: e.MaxStderrBytes,
 		NoNetwork: e.Network != nil && !*e.Network,

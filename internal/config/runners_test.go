@@ -61,7 +61,7 @@ func TestConfigExecNetwork(t *testing.T) {
 	} {
 		f, err := Parse([]byte(simRest("roles:\n  implementer: {runner: exec, exec: " + tc.doc + "}\n")))
 		require.NoError(t, err, tc.doc)
-		require.Equal(t, tc.want, f.Roles.For(subjects.RoleImplementer).Exec.runnerConfig().NoNetwork, tc.doc)
+		require.Equal(t, tc.want, f.Roles.For(subjects.RoleImplementer).execConfig().NoNetwork, tc.doc)
 	}
 
 	f, err := Parse([]byte(simRest("roles:\n  implementer: {runner: exec, exec: {argv: [x], network: false}}\n")))

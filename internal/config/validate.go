@@ -67,7 +67,7 @@ func (rs *Roles) complete() error {
 	for _, r := range subjects.Roles {
 		rc := rs.For(r)
 		configured = configured || *rc != (Role{})
-		if rc.Runner == "" {
+		if rc.Runner == "" && rc.Agent == "" { // an agent names its runner: exec
 			missing = append(missing, "roles."+string(r))
 		}
 	}
@@ -106,6 +106,9 @@ func (rs *Roles) For(r subjects.Role) *Role {
 
 // RunnerName returns the role's runner, "sim" when none is set.
 func (r *Role) RunnerName() string {
+	if r.Runner == "" && r.Agent != "" {
+		return RunnerExec
+	}
 	if r.Runner == "" {
 		return RunnerSim
 	}
@@ -193,11 +196,17 @@ func (r *Role) validate(v *validator, path string) {
 	if r.OpenAI != nil && name != RunnerOpenAI {
 		v.add(path+".openai", "set but runner is %s (want runner: openai)", name)
 	}
+	if r.Agent != "" && !slices.Contains(runner.Agents, r.Agent) {
+		v.add(path+".agent", "%q is not an agent: want %s", r.Agent, strings.Join(runner.Agents, ", "))
+	}
+	if r.Agent != "" && name != RunnerExec {
+		v.add(path+".agent", "set but runner is %s (an agent runs on runner: exec)", name)
+	}
 	switch {
-	case name == RunnerExec && r.Exec == nil:
-		v.add(path+".exec", "required when runner is exec")
-	case name == RunnerExec:
-		r.Exec.validate(v, path+".exec")
+	case name == RunnerExec && r.Exec == nil && r.Agent == "":
+		v.add(path+".exec", "required when runner is exec (or name an agent)")
+	case name == RunnerExec && r.Exec != nil:
+		r.Exec.validate(v, path+".exec", r.Agent != "")
 	case name == RunnerOpenAI && r.OpenAI == nil:
 		v.add(path+".openai", "required when runner is openai")
 	case name == RunnerOpenAI:
@@ -205,8 +214,9 @@ func (r *Role) validate(v *validator, path string) {
 	}
 }
 
-func (e *Exec) validate(v *validator, path string) {
+func (e *Exec) validate(v *validator, path string, preset bool) {
 	switch {
+	case len(e.Argv) == 0 && preset: // the preset's
 	case len(e.Argv) == 0:
 		v.add(path+".argv", "required when runner is exec: the program and its arguments")
 	case strings.TrimSpace(e.Argv[0]) == "":

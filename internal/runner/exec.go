@@ -55,6 +55,13 @@ var DefaultInherit = []string{"PATH", "HOME", "LANG", "TMPDIR"}
 
 // ExecConfig configures an exec runner. Zero values take the defaults.
 type ExecConfig struct {
+	// Agent names an agent preset (AgentClaudeCode, AgentCodex,
+	// AgentGemini, AgentOpencode; "" for none). A preset fills Argv,
+	// Inherit, PromptEnv ("-") and MaxOutputBytes (64 MiB) when they are
+	// zero and sets its variables under Env; the child gets the rendered
+	// prompt on stdin instead of ExecInput, and the role's result is read
+	// from the CLI's structured output (see agent.go).
+	Agent string
 	// Argv is the command and its arguments; required. Argv[0] is looked
 	// up in the PATH of the child's environment (absolute entries only)
 	// unless it contains a slash; a relative path is relative to Dir. It
@@ -172,6 +179,10 @@ func NewExec(role subjects.Role, cfg ExecConfig, prompts *prompt.Set) (*Exec, er
 	if !role.Valid() {
 		return nil, fmt.Errorf("exec runner: unknown role %q", role)
 	}
+	cfg, err := cfg.applyAgent()
+	if err != nil {
+		return nil, fmt.Errorf("exec runner for %s: %w", role, err)
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("exec runner for %s: %w", role, err)
@@ -205,6 +216,7 @@ func (e *Exec) Identity() string { return e.id }
 func (e *Exec) fingerprint() string {
 	b, err := json.Marshal(struct {
 		Role       subjects.Role     `json:"role"`
+		Agent      string            `json:"agent,omitempty"`
 		Argv       []string          `json:"argv"`
 		Dir        string            `json:"dir"`
 		Env        map[string]string `json:"env"` // encoded with sorted keys
@@ -213,7 +225,7 @@ func (e *Exec) fingerprint() string {
 		PromptFile bool              `json:"prompt_file"`
 		Template   string            `json:"template"`
 		NoNetwork  bool              `json:"no_network,omitempty"` // omitted when false: identities stay as they were
-	}{e.role, e.cfg.Argv, e.cfg.Dir, e.cfg.Env, e.cfg.Inherit, e.cfg.PromptEnv, e.cfg.PromptFile, e.prompts.Hash(e.role), e.cfg.NoNetwork})
+	}{e.role, e.cfg.Agent, e.cfg.Argv, e.cfg.Dir, e.cfg.Env, e.cfg.Inherit, e.cfg.PromptEnv, e.cfg.PromptFile, e.prompts.Hash(e.role), e.cfg.NoNetwork})
 	return identityHash("exec", b, err)
 }
 

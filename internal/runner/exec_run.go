@@ -3,7 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -30,14 +29,7 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: exec %s: %v", ErrPermanent, name, err)
 	}
-	lessons := req.Lessons
-	if lessons == nil {
-		lessons = []string{}
-	}
-	stdin, err := json.Marshal(ExecInput{
-		Version: ExecInputVersion, Role: req.Role, Task: req.Task, Attempt: req.Attempt,
-		Plan: req.Plan, Change: req.Change, Feedback: req.Feedback, Lessons: lessons, Prompt: text,
-	})
+	stdin, err := e.stdin(req, text)
 	if err != nil {
 		return Result{}, fmt.Errorf("exec %s: encode stdin: %w", name, err)
 	}
@@ -111,6 +103,8 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("exec %s: stdout exceeds %d bytes; the process was killed", name, e.cfg.MaxOutputBytes)
 	case ctx.Err() != nil:
 		return Result{}, fmt.Errorf("exec %s: killed: %w%s", name, context.Cause(ctx), stderr.suffix())
+	case e.cfg.Agent != "": // the agent's own report: answer, usage, error
+		return e.agentResult(ctx, stdout.buf.Bytes(), err, stderr.suffix())
 	case errors.Is(err, exec.ErrWaitDelay):
 		// It exited 0 and a process it left behind still held stdout:
 		// what it wrote before exiting is its answer.

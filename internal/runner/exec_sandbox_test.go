@@ -40,9 +40,9 @@ func newSandbox(t testing.TB, cfg sandbox.Config) *sandbox.Sandbox {
 	return s
 }
 
-// runAgent runs script as a sandboxed planner (plain text output) and
+// runContained runs script as a sandboxed planner (plain text output) and
 // returns its output trimmed.
-func runAgent(t *testing.T, cfg ExecConfig, script string, ws *Workspace) (string, error) {
+func runContained(t *testing.T, cfg ExecConfig, script string, ws *Workspace) (string, error) {
 	t.Helper()
 	cfg.Argv = []string{"sh", "-c", script}
 	e, err := NewExec(subjects.RolePlanner, cfg, nil)
@@ -75,11 +75,11 @@ func TestExecSandboxHidesTheWorkersEnvironment(t *testing.T) {
 	require.NoError(t, holder.Start())
 	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
 	steal := fmt.Sprintf(`{ env; cat /proc/1/environ /proc/%d/environ /proc/%d/environ /proc/*/environ; } 2>/dev/null | tr '\0' '\n' | grep -c hunter2-sandbox | sed s/^/count=/`, os.Getpid(), holder.Process.Pid)
-	got, err := runAgent(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{}), Inherit: []string{"PATH", "HOME"}}, steal, nil)
+	got, err := runContained(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{}), Inherit: []string{"PATH", "HOME"}}, steal, nil)
 	require.NoError(t, err)
 	require.Equal(t, "count=0", got, "the secret was read")
 
-	got, err = runAgent(t, ExecConfig{Dir: t.TempDir()}, steal, nil)
+	got, err = runContained(t, ExecConfig{Dir: t.TempDir()}, steal, nil)
 	require.NoError(t, err)
 	require.NotEqual(t, "count=0", got, "uncontained, the agent reads the worker's /proc")
 }
@@ -99,7 +99,7 @@ echo "$TMPDIR"
 pwd -P
 cat "$DROVER_PROMPT_FILE" | head -c 0; [ -r "$DROVER_PROMPT_FILE" ] && echo prompt-readable
 echo "$DROVER_ROLE"`
-	got, err := runAgent(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{}), PromptFile: true}, script, nil)
+	got, err := runContained(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{}), PromptFile: true}, script, nil)
 	require.NoError(t, err)
 	lines := strings.Split(got, "\n")
 	require.Len(t, lines, 8, got)
@@ -122,7 +122,7 @@ func TestExecSandboxKillsLeftovers(t *testing.T) {
 	mark := strconv.Itoa(int(time.Now().UnixNano()%1e6)) + ".5"
 	work := t.TempDir()
 	script := `sleep 1000` + mark + ` >/dev/null 2>&1 & echo $! > pid; setsid sleep 1000` + mark + ` >/dev/null 2>&1 & echo done`
-	got, err := runAgent(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{})}, script, &Workspace{Dir: work})
+	got, err := runContained(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{})}, script, &Workspace{Dir: work})
 	require.NoError(t, err)
 	require.Equal(t, "done", got)
 	require.FileExists(t, filepath.Join(work, "pid"))
@@ -166,7 +166,7 @@ func TestExecSandboxNetwork(t *testing.T) {
 		noNetwork bool
 		want      string
 	}{{false, "connected"}, {true, "refused"}} {
-		got, err := runAgent(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{}), NoNetwork: tc.noNetwork}, script, nil)
+		got, err := runContained(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{}), NoNetwork: tc.noNetwork}, script, nil)
 		require.NoError(t, err)
 		require.Equal(t, tc.want, got, "network: %v", !tc.noNetwork)
 	}
@@ -222,7 +222,7 @@ func TestExecSandboxConfiguredDir(t *testing.T) {
 // still only the built environment.
 func TestExecSandboxNoneTemporaryDirs(t *testing.T) {
 	t.Parallel()
-	got, err := runAgent(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{Mode: sandbox.ModeNone})},
+	got, err := runContained(t, ExecConfig{Sandbox: newSandbox(t, sandbox.Config{Mode: sandbox.ModeNone})},
 		`pwd -P; echo "$HOME"; echo x > "$HOME/f" && echo home-writable`, nil)
 	require.NoError(t, err)
 	lines := strings.Split(got, "\n")

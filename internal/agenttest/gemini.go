@@ -1,0 +1,131 @@
+package agenttest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Gemini is a fake of the Gemini API (POST
+// /v1beta/models/<model>:streamGenerateContent?alt=sse and
+// :generateContent, as Gemini CLI calls it). A request that declares
+// tools is the agent's loop: its turn is the number of model contents in
+// its history. Any other request (the CLI's own checks) gets a short JSON
+// text. A tool call's Input is the function call's args.
+type Gemini struct {
+	URL    string
+	script []Turn
+
+	mu       sync.Mutex
+	requests []Request
+	in, out  int64
+}
+
+// NewGemini starts the fake; it stops when t ends.
+func NewGemini(t testing.TB, script ...Turn) *Gemini {
+	t.Helper()
+	f := &Gemini{script: script}
+	srv := httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+// Requests returns what the fake has received so far.
+func (f *Gemini) Requests() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Request(nil), f.requests...)
+}
+
+// Totals is the input and output tokens the fake reported in all.
+func (f *Gemini) Totals() (in, out int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.in, f.out
+}
+
+type geminiBody struct {
+	Contents []struct {
+		Role string `json:"role"`
+	} `json:"contents"`
+	Tools []struct {
+		FunctionDeclarations []struct {
+			Name string `json:"name"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
+}
+
+func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	path := r.URL.Path
+	i := strings.LastIndex(path, ":")
+	if r.Method != http.MethodPost || i < 0 || !strings.Contains(path, "/models/") {
+		http.NotFound(w, r)
+		return
+	}
+	model, method := path[strings.LastIndex(path[:i], "/")+1:i], path[i+1:]
+	if method == "countTokens" {
+		writeJSON(w, http.StatusOK, map[string]any{"totalTokens": 10})
+		return
+	}
+	var b geminiBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "message": err.Error(), "status": "INVALID_ARGUMENT"}})
+		return
+	}
+	rec := Request{Path: path, Model: model, Turn: -1, Body: body, Messages: len(b.Contents)}
+	for _, t := range b.Tools {
+		for _, d := range t.FunctionDeclarations {
+			rec.Tools = append(rec.Tools, d.Name)
+		}
+	}
+	// The CLI's checks: its next-speaker check and its model router.
+	turn := Turn{Text: `{"reasoning":"done","next_speaker":"user","complexity_reasoning":"simple","complexity_score":1}`, InputTokens: 5, OutputTokens: 1}
+	if len(rec.Tools) > 0 {
+		rec.Turn = 0
+		for _, c := range b.Contents {
+			if c.Role == "model" {
+				rec.Turn++
+			}
+		}
+		turn = Turn{Text: "script exhausted", InputTokens: 1, OutputTokens: 1}
+		if rec.Turn < len(f.script) {
+			turn = f.script[rec.Turn]
+		}
+	}
+	f.mu.Lock()
+	f.requests = append(f.requests, rec)
+	if turn.Status == 0 {
+		f.in += turn.InputTokens
+		f.out += turn.OutputTokens
+	}
+	f.mu.Unlock()
+	if turn.Status != 0 {
+		writeJSON(w, turn.Status, map[string]any{"error": map[string]any{"code": turn.Status, "message": turn.Text, "status": "UNAUTHENTICATED"}})
+		return
+	}
+	part := map[string]any{"text": turn.Text}
+	if turn.Tool != "" {
+		part = map[string]any{"functionCall": map[string]any{"name": turn.Tool, "args": turn.Input}}
+	}
+	resp := map[string]any{
+		"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
+		"usageMetadata": map[string]any{"promptTokenCount": turn.InputTokens, "candidatesTokenCount": turn.OutputTokens,
+			"totalTokenCount": turn.InputTokens + turn.OutputTokens},
+		"modelVersion": model,
+	}
+	if method != "streamGenerateContent" {
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	b2, _ := json.Marshal(resp)
+	fmt.Fprintf(w, "data: %s\r\n\r\n", b2)
+}
