@@ -94,7 +94,9 @@ type Config struct {
 	Merge    mergequeue.Config
 	// Secrets are masked, with the repository's URL credentials, in what
 	// the merge check prints before it becomes an agent's feedback (the
-	// runners mask their own results).
+	// runners mask their own results), and an implementer's change that
+	// holds one (as is, base64 or hex) fails its task before it is
+	// recorded or pushed.
 	Secrets []string
 	// PullRequests, when set, is the Deliverer (delivery pull_request):
 	// each pushed branch gets its pull request opened, or updated when the
@@ -278,6 +280,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Tracer:    w.cfg.Tracer,
 		Ledger:    w.cfg.Ledger,
 		Deliverer: w.cfg.Deliverer,
+		Secrets:   repoRedactor(w.cfg.Workspace, w.cfg.Secrets...),
 	}
 	if w.cfg.Workspace.Enabled() {
 		m, err := workspace.New(w.cfg.Workspace, w.cfg.Log)
