@@ -206,6 +206,7 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	override(fs, "dlq-max-msgs", &f.dlqMaxMsgs, w.DLQMaxMsgs)
 	override(fs, "lessons-max-age", &f.lessonsMaxAge, w.LessonsMaxAge)
 	override(fs, "lessons-scope", &f.lessonsScope, w.LessonsScope)
+	override(fs, "cache-scope", &f.cacheScope, w.CacheScope)
 	override(fs, "gc-interval", &f.gcInterval, w.GCInterval)
 	override(fs, "state-retention", &f.gc.stateMaxAge, w.StateRetention)
 	override(fs, "blob-retention", &f.gc.blobMinAge, w.BlobRetention)

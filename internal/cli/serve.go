@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/config"
 	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/lessons"
@@ -41,6 +42,7 @@ type serveFlags struct {
 	dlqMaxAge, lessonsMaxAge, gcInterval               time.Duration
 	dlqMaxMsgs                                         int64
 	lessonsScope                                       string
+	cacheScope                                         string
 	gc                                                 gcFlags
 	reconcileConsumer                                  bool
 	prices                                             ledger.Prices  // from the config file
@@ -118,6 +120,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.DurationVar(&f.dlqMaxAge, "dlq-max-age", broker.DefaultDLQMaxAge, "the DLQ stream drops entries older than this (negative: keeps them for ever)")
 	fl.Int64Var(&f.dlqMaxMsgs, "dlq-max-msgs", 0, "the DLQ stream keeps at most this many entries, dropping the oldest (0: no limit)")
 	fl.DurationVar(&f.lessonsMaxAge, "lessons-max-age", broker.DefaultLessonsMaxAge, "the lessons stream drops lessons older than this (negative: keeps them)")
+	fl.StringVar(&f.cacheScope, "cache-scope", string(cache.ScopeFleet), `who shares cached role results: "fleet" (every workflow's identical request) or "workflow" (the workflow ID is in the key)`)
 	fl.StringVar(&f.lessonsScope, "lessons-scope", string(lessons.ScopeWorkflow), `whose lessons a planner recalls: "workflow" (its own workflow's) or "fleet" (every workflow's of its type)`)
 	fl.DurationVar(&f.gcInterval, "gc-interval", 0, "run drover gc every interval with the retention flags below (0: never)")
 	f.gc.register(cmd)
@@ -147,6 +150,10 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	scope, err := lessons.ParseScope(f.lessonsScope)
 	if err != nil {
 		return fmt.Errorf("--lessons-scope: %w", err)
+	}
+	cacheScope, err := cache.ParseScope(f.cacheScope)
+	if err != nil {
+		return fmt.Errorf("--cache-scope: %w", err)
 	}
 	if err := checkReview(f.review); err != nil {
 		return err
@@ -227,6 +234,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Streams: broker.Settings{Replicas: f.replicas, DuplicateWindow: f.dupWindow, CacheTTL: f.cacheTTL,
 			DLQMaxAge: f.dlqMaxAge, DLQMaxMsgs: f.dlqMaxMsgs, LessonsMaxAge: f.lessonsMaxAge},
 		LessonsScope: scope,
+		CacheScope:   cacheScope,
 		Grace:        f.grace,
 		Watchdog:     f.watchdog,
 		Runners:      runners,

@@ -54,7 +54,11 @@ type Config struct {
 	// LessonsScope is whose lessons the default Lessons recall (default
 	// lessons.ScopeWorkflow: the task's own workflow's).
 	LessonsScope lessons.Scope
-	Log          *slog.Logger
+	// CacheScope is who shares cached role results (default
+	// cache.ScopeFleet: every workflow; cache.ScopeWorkflow: the workflow
+	// ID is part of the key).
+	CacheScope cache.Scope
+	Log        *slog.Logger
 	// Metrics receives the pipeline's events (nil: none). When it also
 	// implements consumers.Metrics, as ops.Metrics does, the task
 	// consumers report to it too.
@@ -270,7 +274,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Audit:     res.Audit,
 		Publisher: audit.NewPublisher(w.js, w.cfg.Names),
 		State:     state.New(res.State).Direct(w.js),
-		Cache:     cache.New(res.Cache, w.cfg.Log).Direct(w.js),
+		Cache:     cache.New(res.Cache, w.cfg.Log).Direct(w.js).WithScope(w.cfg.CacheScope),
 		Blobs:     blobs.New(res.Blobs),
 		Runners:   w.cfg.Runners,
 		Log:       w.cfg.Log,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/forge"
 	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/pipeline"
@@ -160,6 +161,9 @@ type wsBundle struct {
 	// pullRequests and log, when set, are each worker's.
 	pullRequests *forge.Client
 	log          *slog.Logger
+	// cacheScope and secrets, when set, are each worker's.
+	cacheScope cache.Scope
+	secrets    []string
 }
 
 func newWSBundle(t *testing.T) *wsBundle {
@@ -190,6 +194,8 @@ func (b *wsBundle) start(t *testing.T, set runner.Set, dir string, push bool, gr
 		Pipeline:     pipeline.Config{RetryBase: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
 		Workspace:    wc,
 		PullRequests: b.pullRequests,
+		CacheScope:   b.cacheScope,
+		Secrets:      b.secrets,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
