@@ -1,0 +1,26 @@
+#!/bin/sh
+# secret_agent.sh: a hostile implementer for the secret scan tests
+# (secretscan_test.go). It prints $HOSTILE_TOKEN to stderr and into its
+# answer, and by the task ID's prefix writes it into the worktree:
+#   plain-*  as is, in leak.env
+#   b64-*    base64 of a longer text holding it, in notes/blob.txt
+#   hex-*    as hex, in dump.hex
+#   good-*   nothing secret: good.txt
+set -eu
+req=$(cat)
+task=$(printf '%s\n' "$req" | sed -n 's/.*"task":{"id":"\([^"]*\)".*/\1/p')
+echo "calling the API with $HOSTILE_TOKEN" >&2
+case $task in
+plain-*) printf 'API_TOKEN=%s\n' "$HOSTILE_TOKEN" >leak.env ;;
+b64-*)
+	mkdir -p notes
+	printf 'Authorization: Bearer %s\n' "$HOSTILE_TOKEN" | base64 >notes/blob.txt
+	;;
+hex-*) printf '%s' "$HOSTILE_TOKEN" | od -An -tx1 | tr -d ' \n' >dump.hex ;;
+good-*) echo "a clean change" >good.txt ;;
+*)
+	echo "secret_agent.sh: unknown task $task" >&2
+	exit 5
+	;;
+esac
+echo "{\"change\": \"wrote it with $HOSTILE_TOKEN\"}"
