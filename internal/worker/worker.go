@@ -302,7 +302,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 			}
 		}()
 		w.ws.Store(m)
-		deps.Workspaces = newWorkspaces(m)
+		deps.Workspaces = newWorkspaces(m, w.cfg.Secrets...)
 		switch {
 		case w.cfg.PullRequests != nil:
 			deps.Deliverer = newPullRequests(w.cfg.PullRequests, w.cfg.Workspace.BaseRef)

@@ -26,7 +26,8 @@ import (
 //     cache miss); a refused push is pipeline.ErrPushRejected.
 //
 // Every error's text has the credentials of the repository's and the push
-// remote's URLs masked: it goes to the audit stream.
+// remote's URLs and the worker's secrets masked (a path an agent named may
+// hold one): it goes to the audit stream.
 type workspaces struct {
 	m          *workspace.Manager
 	push       bool
@@ -34,9 +35,9 @@ type workspaces struct {
 	red        *redact.Redactor
 }
 
-func newWorkspaces(m *workspace.Manager) *workspaces {
+func newWorkspaces(m *workspace.Manager, secrets ...string) *workspaces {
 	cfg := m.Config()
-	return &workspaces{m: m, push: cfg.Push, keepFailed: cfg.KeepFailed, red: repoRedactor(cfg)}
+	return &workspaces{m: m, push: cfg.Push, keepFailed: cfg.KeepFailed, red: repoRedactor(cfg, secrets...)}
 }
 
 // repoRedactor masks the credentials in the repository's and the push
