@@ -236,6 +236,7 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	}
 	// The worker's log gets the runners' secrets masked too.
 	f.secrets = file.Secrets(extra...)
+	f.named = file.NamedSecrets(extra...)
 	g.log = slog.New(redact.New(f.secrets...).Handler(g.log.Handler()))
 	slog.SetDefault(g.log)
 	timeouts := file.RoleTimeouts()

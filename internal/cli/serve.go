@@ -19,6 +19,7 @@ import (
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/tracing"
 	"github.com/droverhq/drover/internal/worker"
@@ -50,10 +51,11 @@ type serveFlags struct {
 	// workspace: the --workspace-* flags, merged with the file's
 	// workspace: block (setup and cleanup commands come from the file only).
 	workspace   workspace.Config
-	mergeq      mergeFlags    // --merge-*, with the file's merge: keys
-	secrets     []string      // the config's secrets (applyConfig), masked in merge feedback too
-	delivery    deliveryFlags // --delivery and --pr-*, merged with the file's keys
-	review      config.Review // --review*, with the file's review: block
+	mergeq      mergeFlags      // --merge-*, with the file's merge: keys
+	secrets     []string        // the config's secrets (applyConfig), masked in merge feedback too
+	named       []redact.Secret // the same, named, for the secret scan's reasons
+	delivery    deliveryFlags   // --delivery and --pr-*, merged with the file's keys
+	review      config.Review   // --review*, with the file's review: block
 	console     bool
 	consoleAuth consoleAuthFlags
 }
@@ -247,6 +249,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Delivery:     pipeline.DeliveryMode(f.delivery.mode),
 		Merge:        f.mergeq.merge,
 		Secrets:      f.secrets,
+		NamedSecrets: f.named,
 		PullRequests: prs,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,

@@ -29,7 +29,9 @@ import (
 func TestWorkspaceSecretInChangeFails(t *testing.T) {
 	secret := "hostile-tok-" + randomHex(t, 12)
 	b := newWSBundle(t)
+	// As drover serve passes them: by value, and named by their variable.
 	b.secrets = []string{secret}
+	b.named = []redact.Secret{{Name: "HOSTILE_TOKEN", Value: secret}}
 	var logs lockedBuffer
 	b.log = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
@@ -44,8 +46,8 @@ func TestWorkspaceSecretInChangeFails(t *testing.T) {
 	set.Implementer = runner.WithRecover()(runner.WithRedact(redact.New(secret))(impl))
 	b.start(t, set, t.TempDir(), true, 5*time.Second)
 
-	leaky := map[string]string{"plain-1": "(secret #1, plain) in leak.env", "b64-1": "(secret #1, base64) in notes/blob.txt",
-		"hex-1": "(secret #1, hex) in dump.hex"}
+	leaky := map[string]string{"plain-1": "(HOSTILE_TOKEN, plain) in leak.env", "b64-1": "(HOSTILE_TOKEN, base64) in notes/blob.txt",
+		"hex-1": "(HOSTILE_TOKEN, hex) in dump.hex"}
 	var reqs []subjects.TaskRequest
 	for id := range leaky {
 		reqs = append(reqs, subjects.TaskRequest{ID: id, Scope: "s"})

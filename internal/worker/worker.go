@@ -25,6 +25,7 @@ import (
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/mergequeue"
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/review"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
@@ -102,6 +103,10 @@ type Config struct {
 	// holds one (as is, base64 or hex) fails its task before it is
 	// recorded or pushed.
 	Secrets []string
+	// NamedSecrets are secrets with the names a failed secret scan reports
+	// (their variables); masked and scanned for like Secrets, which are
+	// reported by position ("secret #2").
+	NamedSecrets []redact.Secret
 	// PullRequests, when set, is the Deliverer (delivery pull_request):
 	// each pushed branch gets its pull request opened, or updated when the
 	// task is delivered again. It needs Workspace with Push on, and no
@@ -284,7 +289,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Tracer:    w.cfg.Tracer,
 		Ledger:    w.cfg.Ledger,
 		Deliverer: w.cfg.Deliverer,
-		Secrets:   repoRedactor(w.cfg.Workspace, w.cfg.Secrets...),
+		Secrets:   secretScanner(w.cfg),
 	}
 	if w.cfg.Workspace.Enabled() {
 		m, err := workspace.New(w.cfg.Workspace, w.cfg.Log)

@@ -46,6 +46,23 @@ func repoRedactor(cfg workspace.Config, secrets ...string) *redact.Redactor {
 	return redact.New(append(append(redact.URLSecrets(cfg.Repo), redact.URLSecrets(cfg.PushRemote)...), secrets...)...)
 }
 
+// secretScanner finds the secrets no recorded change may hold: the
+// credentials of the repository's URLs, cfg.NamedSecrets and cfg.Secrets,
+// each under the name the scan's reason gives it.
+func secretScanner(cfg Config) *redact.Redactor {
+	var all []redact.Secret
+	for _, u := range []struct{ field, url string }{{"workspace.repo", cfg.Workspace.Repo}, {"workspace.push_remote", cfg.Workspace.PushRemote}} {
+		for _, s := range redact.URLSecrets(u.url) {
+			all = append(all, redact.Secret{Name: "the credentials in " + u.field, Value: s})
+		}
+	}
+	all = append(all, cfg.NamedSecrets...)
+	for i, s := range cfg.Secrets {
+		all = append(all, redact.Secret{Name: fmt.Sprintf("secret #%d", i+1), Value: s})
+	}
+	return redact.NewNamed(all...)
+}
+
 // errOf maps err (workspaceErr) and masks the URLs' credentials in its
 // text; errors.Is still sees its causes.
 func (a *workspaces) errOf(err error) error {

@@ -24,6 +24,7 @@ import (
 	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/worker"
@@ -164,6 +165,7 @@ type wsBundle struct {
 	// cacheScope and secrets, when set, are each worker's.
 	cacheScope cache.Scope
 	secrets    []string
+	named      []redact.Secret
 }
 
 func newWSBundle(t *testing.T) *wsBundle {
@@ -196,6 +198,7 @@ func (b *wsBundle) start(t *testing.T, set runner.Set, dir string, push bool, gr
 		PullRequests: b.pullRequests,
 		CacheScope:   b.cacheScope,
 		Secrets:      b.secrets,
+		NamedSecrets: b.named,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
