@@ -33,6 +33,7 @@ type Redactor struct {
 	names    []string // each secret's name, by index
 	match    *matcher
 	replacer *strings.Replacer
+	scan     *Redactor // the secrets ScanPatch looks for (see MinScanLen)
 }
 
 // form is one way a secret is written: the text to match, the secret's
@@ -71,6 +72,23 @@ func New(secrets ...string) *Redactor {
 // depend only on the secret's bytes; the one or two at each end that mix
 // in neighbouring bytes are left). Every form is computed here, once.
 func NewNamed(secrets ...Secret) *Redactor {
+	r := build(secrets)
+	var long []Secret
+	for _, s := range secrets {
+		if len(strings.TrimSpace(s.Value)) >= MinScanLen {
+			long = append(long, s)
+		}
+	}
+	if len(long) == len(secrets) {
+		r.scan = r
+	} else {
+		r.scan = build(long)
+	}
+	return r
+}
+
+// build is NewNamed without the scan's subset.
+func build(secrets []Secret) *Redactor {
 	seen := map[string]bool{}
 	r := &Redactor{}
 	add := func(text string, secret int, kind string, minLen int) {

@@ -38,6 +38,11 @@ type PatchFinding struct {
 	File string
 }
 
+// MinScanLen is the shortest secret ScanPatch looks for: a shorter one (a
+// development password such as "drover") is masked in text, but a change
+// that happens to contain it is not refused.
+const MinScanLen = 8
+
 // maxBinaryLiteral bounds the inflated size of one binary hunk the scan
 // reads (a larger one is scanned up to this size).
 const maxBinaryLiteral = 64 << 20
@@ -46,12 +51,14 @@ const maxBinaryLiteral = 64 << 20
 // --binary`) adds: the lines it adds, file names and modes, and the
 // new content of binary files (their literal or delta hunks, decoded).
 // Lines the patch keeps or removes are not read: they were in the base.
+// Secrets shorter than MinScanLen are not looked for.
 // Each file's added lines are also read joined without their line breaks,
 // so a base64 or hex dump wrapped over several lines is found too.
 func (r *Redactor) ScanPatch(patch []byte) (PatchFinding, bool) {
-	if r.Empty() {
+	if r.Empty() || r.scan.Empty() {
 		return PatchFinding{}, false
 	}
+	sc := r.scan
 	var (
 		file    string
 		added   strings.Builder
@@ -61,7 +68,7 @@ func (r *Redactor) ScanPatch(patch []byte) (PatchFinding, bool) {
 		found   bool
 	)
 	check := func(s string) bool {
-		if f, ok := r.Find(s); ok {
+		if f, ok := sc.Find(s); ok {
 			finding, found = PatchFinding{Found: f, File: r.String(file)}, true
 		}
 		return found
@@ -71,7 +78,7 @@ func (r *Redactor) ScanPatch(patch []byte) (PatchFinding, bool) {
 		added.Reset()
 		return check(s) || check(strings.ReplaceAll(s, "\n", ""))
 	}
-	lines := &lineReader{data: patch}
+	lines := &lineReader{data: string(patch)}
 	for {
 		line, ok := lines.next()
 		if !ok {
@@ -90,7 +97,7 @@ func (r *Redactor) ScanPatch(patch []byte) (PatchFinding, bool) {
 			// the hunks were read when the marker was seen
 		case line == "GIT binary patch":
 			binary = true
-			if f, ok := r.scanBinary(lines); ok {
+			if f, ok := sc.scanBinary(lines); ok {
 				finding = PatchFinding{Found: f, File: r.String(file)}
 				return finding, true
 			}
@@ -156,7 +163,7 @@ func (r *Redactor) scanBinary(lines *lineReader) (Found, bool) {
 
 // lineReader reads a patch line by line, without the line breaks.
 type lineReader struct {
-	data []byte
+	data string
 	pos  int
 }
 
@@ -165,10 +172,10 @@ func (l *lineReader) peek() (string, bool) {
 		return "", false
 	}
 	rest := l.data[l.pos:]
-	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+	if i := strings.IndexByte(rest, '\n'); i >= 0 {
 		rest = rest[:i]
 	}
-	return string(rest), true
+	return rest, true
 }
 
 func (l *lineReader) next() (string, bool) {

@@ -107,3 +107,57 @@ func TestScanPatchBinaryDelta(t *testing.T) {
 	require.Equal(t, "b.bin", got.File)
 	require.Equal(t, "secret #1", got.Name)
 }
+
+// A secret shorter than MinScanLen is masked in text but does not fail a
+// change: "drover" as a development password must not refuse every patch
+// that names the project.
+func TestScanPatchSkipsShortSecrets(t *testing.T) {
+	t.Parallel()
+	r := NewNamed(Secret{Name: "DROVER_PASSWORD", Value: "drover"}, Secret{Name: "TOKEN", Value: "long-enough-token"})
+	require.Equal(t, "a "+Mask+" b", r.String("a drover b"))
+	patch := gitPatch(t, map[string]string{"a": "x\n"}, map[string]string{"a": "x\ndrover\n"})
+	_, ok := r.ScanPatch(patch)
+	require.False(t, ok)
+	patch = gitPatch(t, map[string]string{"a": "x\n"}, map[string]string{"a": "x\nlong-enough-token\n"})
+	f, ok := r.ScanPatch(patch)
+	require.True(t, ok)
+	require.Equal(t, "TOKEN", f.Name)
+}
+
+// FuzzScanPatch: any input is scanned without a panic, and a secret on an
+// added line of a file's hunk is found whatever surrounds it.
+func FuzzScanPatch(f *testing.F) {
+	f.Add([]byte("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n+hello\n"), "")
+	f.Add([]byte("diff --git a/b b/b\nGIT binary patch\nliteral 5\nMcmZ?b\n\nliteral 0\nHcmV?d00001\n\n"), "pre")
+	f.Add([]byte("GIT binary patch\ndelta 99999999\nzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\n"), "x")
+	const secret = "fuzz-secret-0123456789"
+	r := New(secret)
+	f.Fuzz(func(t *testing.T, patch []byte, around string) {
+		_, _ = r.ScanPatch(patch)
+		if strings.ContainsAny(around, "\r\n") {
+			return
+		}
+		added := append(append([]byte{}, patch...), "\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+"+around+secret+around+"\n"...)
+		if _, ok := r.ScanPatch(added); !ok {
+			t.Fatalf("not found in %q", added)
+		}
+	})
+}
+
+func BenchmarkScanPatch(b *testing.B) {
+	r := New("sk-proj-0123456789abcdef", "ghp_0123456789abcdefghij", "hunter2hunter2", "nats-password-0")
+	var p strings.Builder
+	for i := 0; p.Len() < 1<<20; i++ {
+		p.WriteString("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,40 @@\n")
+		for range 40 {
+			p.WriteString("+func main() { fmt.Println(\"an ordinary line of a patch\") }\n")
+		}
+	}
+	patch := []byte(p.String())
+	b.SetBytes(int64(len(patch)))
+	for b.Loop() {
+		if _, ok := r.ScanPatch(patch); ok {
+			b.Fatal("found")
+		}
+	}
+}
