@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -25,6 +26,11 @@ var ErrSecretInChange = errors.New("the change holds a configured secret")
 // the remote never get it.
 func (p *Pipeline) scanChange(d WorkspaceDiff) error {
 	f, ok := p.d.Secrets.ScanPatch(d.Patch)
+	if !ok && d.Log != "" {
+		if found, in := p.d.Secrets.Scan(d.Log); in {
+			f, ok = redact.PatchFinding{Found: found, File: "a commit message"}, true
+		}
+	}
 	if !ok {
 		return nil
 	}

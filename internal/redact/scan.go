@@ -30,6 +30,15 @@ func (r *Redactor) Find(s string) (Found, bool) {
 	return Found{Name: r.names[f.secret], Form: f.kind}, true
 }
 
+// Scan is Find for the secrets ScanPatch looks for (MinScanLen bytes and
+// more), in text that is not a patch (a commit log).
+func (r *Redactor) Scan(s string) (Found, bool) {
+	if r.Empty() || r.scan.Empty() {
+		return Found{}, false
+	}
+	return r.scan.Find(s)
+}
+
 // PatchFinding is a configured secret in a patch: which one, and the file
 // whose new content (or name) holds it. File is as the patch names it,
 // with every secret masked.
