@@ -11,18 +11,9 @@ import (
 
 // session merges batches while l holds, then records its end and lets l go.
 func (m *Merger) session(ctx context.Context, l *lease) {
-	var err error
 	m.sessions.Add(1)
 	m.record(ctx, LogRecord{Kind: LogStart, Lease: l.rev})
 	m.log.Info("merger session started", "holder", m.holder)
-	if m.landed, err = m.loadLanded(ctx); err != nil {
-		// Without the log a rebased entry delivered again could be merged
-		// twice: end the session and try again later.
-		m.log.Warn("merger session ends at once", "err", err)
-		m.record(ctx, LogRecord{Kind: LogEnd, Lease: l.rev})
-		l.release(context.WithoutCancel(ctx))
-		return
-	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
 	var mu sync.Mutex // orders renewals
@@ -51,6 +42,15 @@ func (m *Merger) session(ctx context.Context, l *lease) {
 		defer mu.Unlock()
 		return l.renew(sctx)
 	}
+	// Read while the lease is renewed: the log may be long.
+	landed, err := m.loadLanded(sctx)
+	if err != nil {
+		// Without the log a rebased entry delivered again could be merged
+		// twice: end the session and try again later.
+		m.log.Warn("merger session ends at once", "err", err)
+		cancel(err)
+	}
+	m.landed = landed
 	for sctx.Err() == nil {
 		batch, err := m.cons.Fetch(m.cfg.Batch, jetstream.FetchMaxWait(m.poll()))
 		if err != nil {
