@@ -20,7 +20,7 @@ import (
 
 // An exec agent writes the worker's configured secret into its change:
 // as is, as base64 of a longer text (wrapped by base64(1) at 76 columns),
-// as hex. Each such task fails at once with role_failed and a reason that
+// as hex, or in the message of its own commit. Each such task fails at once with role_failed and a reason that
 // names the secret and the file, not the value; it is not retried. The
 // secret, in any of those forms, is in no message of any stream (audit,
 // DLQ, state, cache, blobs, lessons), in no line of the worker's log, and
@@ -47,7 +47,7 @@ func TestWorkspaceSecretInChangeFails(t *testing.T) {
 	b.start(t, set, t.TempDir(), true, 5*time.Second)
 
 	leaky := map[string]string{"plain-1": "(HOSTILE_TOKEN, plain) in leak.env", "b64-1": "(HOSTILE_TOKEN, base64) in notes/blob.txt",
-		"hex-1": "(HOSTILE_TOKEN, hex) in dump.hex"}
+		"hex-1": "(HOSTILE_TOKEN, hex) in dump.hex", "msg-1": "(HOSTILE_TOKEN, plain) in a commit message"}
 	var reqs []subjects.TaskRequest
 	for id := range leaky {
 		reqs = append(reqs, subjects.TaskRequest{ID: id, Scope: "s"})

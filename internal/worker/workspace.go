@@ -159,5 +159,5 @@ func diffOf(c workspace.Change) pipeline.WorkspaceDiff {
 	for i, f := range c.Files {
 		files[i] = subjects.WorkspaceFile{Path: f.Path, Status: f.Status, Added: f.Added, Removed: f.Removed, Binary: f.Binary}
 	}
-	return pipeline.WorkspaceDiff{Base: c.Base, Head: c.Head, Files: files, Patch: c.Patch, Empty: c.Empty, Commits: c.Commits}
+	return pipeline.WorkspaceDiff{Base: c.Base, Head: c.Head, Files: files, Patch: c.Patch, Empty: c.Empty, Commits: c.Commits, Log: c.Log}
 }

@@ -5,6 +5,8 @@
 #   plain-*  as is, in leak.env
 #   b64-*    base64 of a longer text holding it, in notes/blob.txt
 #   hex-*    as hex, in dump.hex
+#   msg-*    nothing secret in the files, but commits itself with it in the
+#            message (git add -A; git commit)
 #   good-*   nothing secret: good.txt
 set -eu
 req=$(cat)
@@ -17,6 +19,11 @@ b64-*)
 	printf 'Authorization: Bearer %s\n' "$HOSTILE_TOKEN" | base64 >notes/blob.txt
 	;;
 hex-*) printf '%s' "$HOSTILE_TOKEN" | od -An -tx1 | tr -d ' \n' >dump.hex ;;
+msg-*)
+	echo "a clean file" >msg.txt
+	git add -A
+	git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "use $HOSTILE_TOKEN"
+	;;
 good-*) echo "a clean change" >good.txt ;;
 *)
 	echo "secret_agent.sh: unknown task $task" >&2
