@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
@@ -15,6 +16,17 @@ import (
 // pushed.
 var ErrSecretInChange = errors.New("the change holds a configured secret")
 
+// ErrDroverTrailer is wrapped by the error of an implementer attempt whose
+// own commits carry a Drover-* trailer (Drover-Merge-Head, Drover-Task,
+// ...): only Drover writes them, and a forged one could make a branch look
+// like Drover's or claim another task's merge. The task fails with
+// role_failed.
+var ErrDroverTrailer = errors.New("an agent's commit carries a Drover trailer")
+
+// droverTrailer finds a Drover-* trailer line in a commit log (git matches
+// trailer keys without regard to case).
+var droverTrailer = regexp.MustCompile(`(?im)^[ \t]*(drover-[a-z0-9-]+)[ \t]*:`)
+
 // scanChange refuses a change that holds one of Deps.Secrets. The error
 // names the secret's variable (or its position in the configured list), the
 // form and the file, never the value; the file's name has secrets masked.
@@ -25,6 +37,9 @@ var ErrSecretInChange = errors.New("the change holds a configured secret")
 // secret stays in the failed attempt's local commit only; the record and
 // the remote never get it.
 func (p *Pipeline) scanChange(d WorkspaceDiff) error {
+	if m := droverTrailer.FindStringSubmatch(d.Log); m != nil {
+		return fmt.Errorf("%w: %w: %s", runner.ErrPermanent, ErrDroverTrailer, subjects.HeaderSafe(m[1], 64))
+	}
 	f, ok := p.d.Secrets.ScanPatch(d.Patch)
 	if !ok && d.Log != "" {
 		if found, in := p.d.Secrets.Scan(d.Log); in {

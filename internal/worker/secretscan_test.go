@@ -20,7 +20,8 @@ import (
 
 // An exec agent writes the worker's configured secret into its change:
 // as is, as base64 of a longer text (wrapped by base64(1) at 76 columns),
-// as hex, or in the message of its own commit. Each such task fails at once with role_failed and a reason that
+// as hex, or in the message of its own commit; another commits a forged
+// Drover-Merge-Head trailer. Each such task fails at once with role_failed and a reason that
 // names the secret and the file, not the value; it is not retried. The
 // secret, in any of those forms, is in no message of any stream (audit,
 // DLQ, state, cache, blobs, lessons), in no line of the worker's log, and
@@ -46,8 +47,10 @@ func TestWorkspaceSecretInChangeFails(t *testing.T) {
 	set.Implementer = runner.WithRecover()(runner.WithRedact(redact.New(secret))(impl))
 	b.start(t, set, t.TempDir(), true, 5*time.Second)
 
-	leaky := map[string]string{"plain-1": "(HOSTILE_TOKEN, plain) in leak.env", "b64-1": "(HOSTILE_TOKEN, base64) in notes/blob.txt",
-		"hex-1": "(HOSTILE_TOKEN, hex) in dump.hex", "msg-1": "(HOSTILE_TOKEN, plain) in a commit message"}
+	scan := pipeline.ErrSecretInChange.Error() + " "
+	leaky := map[string]string{"plain-1": scan + "(HOSTILE_TOKEN, plain) in leak.env", "b64-1": scan + "(HOSTILE_TOKEN, base64) in notes/blob.txt",
+		"hex-1": scan + "(HOSTILE_TOKEN, hex) in dump.hex", "msg-1": scan + "(HOSTILE_TOKEN, plain) in a commit message",
+		"trailer-1": pipeline.ErrDroverTrailer.Error() + ": Drover-Merge-Head"}
 	var reqs []subjects.TaskRequest
 	for id := range leaky {
 		reqs = append(reqs, subjects.TaskRequest{ID: id, Scope: "s"})
@@ -59,7 +62,7 @@ func TestWorkspaceSecretInChangeFails(t *testing.T) {
 		ev := term[id]
 		require.Equal(t, subjects.EventTaskFailed, ev.EventType, "%s: %+v", id, ev)
 		require.Equal(t, string(subjects.ReasonRoleFailed), ev.Action, id)
-		require.Contains(t, ev.Error, pipeline.ErrSecretInChange.Error()+" "+where, id)
+		require.Contains(t, ev.Error, where, id)
 		require.Empty(t, b.events(t, "wf-leak", id, subjects.EventTaskRetried), "%s: not retried", id)
 		require.Empty(t, b.events(t, "wf-leak", id, subjects.EventImplementerChange), "%s: no change recorded", id)
 	}

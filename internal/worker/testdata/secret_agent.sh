@@ -7,6 +7,8 @@
 #   hex-*    as hex, in dump.hex
 #   msg-*    nothing secret in the files, but commits itself with it in the
 #            message (git add -A; git commit)
+#   trailer-* nothing secret, but commits itself claiming another task's
+#            merge (a Drover-Merge-Head trailer)
 #   good-*   nothing secret: good.txt
 set -eu
 req=$(cat)
@@ -23,6 +25,12 @@ msg-*)
 	echo "a clean file" >msg.txt
 	git add -A
 	git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "use $HOSTILE_TOKEN"
+	;;
+trailer-*)
+	echo "a clean file" >trailer.txt
+	git add -A
+	git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "evil" \
+		-m "Drover-Merge-Head: 0123456789abcdef0123456789abcdef01234567"
 	;;
 good-*) echo "a clean change" >good.txt ;;
 *)
