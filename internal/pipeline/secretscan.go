@@ -27,9 +27,12 @@ var ErrDroverTrailer = errors.New("an agent's commit carries a Drover trailer")
 // trailer keys without regard to case).
 var droverTrailer = regexp.MustCompile(`(?im)^[ \t]*(drover-[a-z0-9-]+)[ \t]*:`)
 
-// scanChange refuses a change that holds one of Deps.Secrets. The error
-// names the secret's variable (or its position in the configured list), the
-// form and the file, never the value; the file's name has secrets masked.
+// scanChange refuses a change whose agent commits carry a Drover trailer
+// (ErrDroverTrailer), or that holds one of Deps.Secrets in its patch or its
+// agent commits' log (ErrSecretInChange). The error names the secret's
+// variable (or its position in the configured list), the form and the file,
+// never the value; the file's name and the trailer's key have secrets
+// masked.
 //
 // It is permanent: the agent that wrote a secret into its change has it in
 // reach and may do it again, and the feedback a retry would carry (which
@@ -38,7 +41,7 @@ var droverTrailer = regexp.MustCompile(`(?im)^[ \t]*(drover-[a-z0-9-]+)[ \t]*:`)
 // the remote never get it.
 func (p *Pipeline) scanChange(d WorkspaceDiff) error {
 	if m := droverTrailer.FindStringSubmatch(d.Log); m != nil {
-		return fmt.Errorf("%w: %w: %s", runner.ErrPermanent, ErrDroverTrailer, subjects.HeaderSafe(m[1], 64))
+		return fmt.Errorf("%w: %w: %s", runner.ErrPermanent, ErrDroverTrailer, subjects.HeaderSafe(p.d.Secrets.String(m[1]), 64))
 	}
 	f, ok := p.d.Secrets.ScanPatch(d.Patch)
 	if !ok && d.Log != "" {
