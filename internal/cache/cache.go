@@ -30,6 +30,7 @@ type Cache struct {
 	kv      jetstream.KeyValue
 	lookups *jsapi.Bucket // kv, for lookups
 	log     *slog.Logger
+	scope   Scope // of Cache.Key; "" is ScopeFleet
 }
 
 // New returns a Cache on the drover_cache bucket.
@@ -45,7 +46,7 @@ func New(kv jetstream.KeyValue, log *slog.Logger) *Cache {
 // with the same outcomes. A worker's pipeline uses it: a cold task looks
 // up each of its three roles.
 func (c *Cache) Direct(js jetstream.JetStream) *Cache {
-	return &Cache{kv: c.kv, lookups: jsapi.NewBucket(js, c.kv), log: c.log}
+	return &Cache{kv: c.kv, lookups: jsapi.NewBucket(js, c.kv), log: c.log, scope: c.scope}
 }
 
 // BoardLineKey is the metadata key of a board task's row line number (see
@@ -68,12 +69,18 @@ var keyless = map[string]bool{BoardLineKey: true, subjects.MetaTaskBudget: true,
 // base commit of the role's workspace and the digest of the patch it starts
 // from or judges) and nothing that does not (no
 // workflow ID, no timestamps, no try number, no max_attempts, no
-// metadata.board_line, budget_usd or workflow_budget_usd).
+// metadata.board_line, budget_usd or workflow_budget_usd). Leaving the
+// workflow out shares results across workflows: see ScopeFleet, and
+// Cache.Key for a key per workflow.
 //
 // The encoding is a version tag and then each field as its length (8 bytes,
 // big endian) and bytes, in that fixed order; metadata in key order; JSON
 // values compacted, so white space never changes a key.
-func Key(identity string, req runner.Request) string {
+func Key(identity string, req runner.Request) string { return key(identity, req, "") }
+
+// key is Key with the workflow ID hashed in when workflow is set
+// (ScopeWorkflow).
+func key(identity string, req runner.Request, workflow string) string {
 	h := sha256.New()
 	var n [8]byte
 	field := func(b []byte) {
@@ -122,6 +129,10 @@ func Key(identity string, req runner.Request) string {
 	if req.WorkspacePatch != "" { // attempt 1 in a workspace keeps its key
 		str("workspace_patch")
 		str(req.WorkspacePatch)
+	}
+	if workflow != "" { // ScopeWorkflow; fleet keys stay as they were
+		str("workflow")
+		str(workflow)
 	}
 	var sum [sha256.Size]byte
 	return subjects.CacheKey(req.Role, hex.EncodeToString(h.Sum(sum[:0])))

@@ -211,6 +211,7 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	override(fs, "dlq-max-msgs", &f.dlqMaxMsgs, w.DLQMaxMsgs)
 	override(fs, "lessons-max-age", &f.lessonsMaxAge, w.LessonsMaxAge)
 	override(fs, "lessons-scope", &f.lessonsScope, w.LessonsScope)
+	override(fs, "cache-scope", &f.cacheScope, w.CacheScope)
 	override(fs, "gc-interval", &f.gcInterval, w.GCInterval)
 	override(fs, "state-retention", &f.gc.stateMaxAge, w.StateRetention)
 	override(fs, "blob-retention", &f.gc.blobMinAge, w.BlobRetention)
@@ -245,6 +246,7 @@ func applyConfig(cmd *cobra.Command, g *globals, f *serveFlags) (runner.Set, err
 	}
 	// The worker's log gets the runners' secrets masked too.
 	f.secrets = file.Secrets(extra...)
+	f.named = file.NamedSecrets(extra...)
 	g.log = slog.New(redact.New(f.secrets...).Handler(g.log.Handler()))
 	slog.SetDefault(g.log)
 	timeouts := file.RoleTimeouts()

@@ -13,11 +13,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/config"
 	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/internal/tracing"
@@ -42,6 +44,7 @@ type serveFlags struct {
 	dlqMaxAge, lessonsMaxAge, gcInterval               time.Duration
 	dlqMaxMsgs                                         int64
 	lessonsScope                                       string
+	cacheScope                                         string
 	gc                                                 gcFlags
 	reconcileConsumer                                  bool
 	prices                                             ledger.Prices  // from the config file
@@ -49,10 +52,11 @@ type serveFlags struct {
 	// workspace: the --workspace-* flags, merged with the file's
 	// workspace: block (setup and cleanup commands come from the file only).
 	workspace   workspace.Config
-	mergeq      mergeFlags    // --merge-*, with the file's merge: keys
-	secrets     []string      // the config's secrets (applyConfig), masked in merge feedback too
-	delivery    deliveryFlags // --delivery and --pr-*, merged with the file's keys
-	review      config.Review // --review*, with the file's review: block
+	mergeq      mergeFlags      // --merge-*, with the file's merge: keys
+	secrets     []string        // the config's secrets (applyConfig), masked in merge feedback too
+	named       []redact.Secret // the same, named, for the secret scan's reasons
+	delivery    deliveryFlags   // --delivery and --pr-*, merged with the file's keys
+	review      config.Review   // --review*, with the file's review: block
 	console     bool
 	consoleAuth consoleAuthFlags
 	// sandboxMode is --sandbox, with the file's sandbox: block; sandbox
@@ -125,6 +129,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.DurationVar(&f.dlqMaxAge, "dlq-max-age", broker.DefaultDLQMaxAge, "the DLQ stream drops entries older than this (negative: keeps them for ever)")
 	fl.Int64Var(&f.dlqMaxMsgs, "dlq-max-msgs", 0, "the DLQ stream keeps at most this many entries, dropping the oldest (0: no limit)")
 	fl.DurationVar(&f.lessonsMaxAge, "lessons-max-age", broker.DefaultLessonsMaxAge, "the lessons stream drops lessons older than this (negative: keeps them)")
+	fl.StringVar(&f.cacheScope, "cache-scope", string(cache.ScopeFleet), `who shares cached role results: "fleet" (every workflow's identical request) or "workflow" (the workflow ID is in the key)`)
 	fl.StringVar(&f.lessonsScope, "lessons-scope", string(lessons.ScopeWorkflow), `whose lessons a planner recalls: "workflow" (its own workflow's) or "fleet" (every workflow's of its type)`)
 	fl.DurationVar(&f.gcInterval, "gc-interval", 0, "run drover gc every interval with the retention flags below (0: never)")
 	f.gc.register(cmd)
@@ -155,6 +160,10 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	scope, err := lessons.ParseScope(f.lessonsScope)
 	if err != nil {
 		return fmt.Errorf("--lessons-scope: %w", err)
+	}
+	cacheScope, err := cache.ParseScope(f.cacheScope)
+	if err != nil {
+		return fmt.Errorf("--cache-scope: %w", err)
 	}
 	if err := checkReview(f.review); err != nil {
 		return err
@@ -235,6 +244,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Streams: broker.Settings{Replicas: f.replicas, DuplicateWindow: f.dupWindow, CacheTTL: f.cacheTTL,
 			DLQMaxAge: f.dlqMaxAge, DLQMaxMsgs: f.dlqMaxMsgs, LessonsMaxAge: f.lessonsMaxAge},
 		LessonsScope: scope,
+		CacheScope:   cacheScope,
 		Grace:        f.grace,
 		Watchdog:     f.watchdog,
 		Runners:      runners,
@@ -247,6 +257,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Delivery:     pipeline.DeliveryMode(f.delivery.mode),
 		Merge:        f.mergeq.merge,
 		Secrets:      f.secrets,
+		NamedSecrets: f.named,
 		PullRequests: prs,
 		Sandbox:      f.sandbox,
 		ExecRunners:  f.execRoles,

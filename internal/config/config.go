@@ -124,6 +124,10 @@ type Worker struct {
 	// LessonsScope is whose lessons a planner recalls: "workflow" (its own
 	// workflow's, the default) or "fleet" (every workflow's of its type).
 	LessonsScope string `yaml:"lessons_scope"`
+	// CacheScope is who shares cached role results: "fleet" (every
+	// workflow, the default) or "workflow" (the workflow ID is part of the
+	// key). See docs/security.md, "The cache is shared across workflows".
+	CacheScope string `yaml:"cache_scope"`
 	// GCInterval is how often the worker runs drover gc (default 0: never).
 	GCInterval time.Duration `yaml:"gc_interval"`
 	// StateRetention is gc's --state-retention (default 30 days).

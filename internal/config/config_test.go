@@ -28,7 +28,7 @@ func TestConfigExampleIsTheExamplesFileAndValid(t *testing.T) {
 	require.Equal(t, "drover", f.Prefix)
 	require.Equal(t, Worker{Concurrency: 16, Queues: []string{"default"}, AckWait: 30 * time.Second, MaxDeliver: 5,
 		MaxAckPending: 1000, Grace: 30 * time.Second, CacheTTL: 24 * time.Hour, RoleTimeout: 30 * time.Minute,
-		DLQMaxAge: 30 * 24 * time.Hour, LessonsMaxAge: 90 * 24 * time.Hour, LessonsScope: "workflow",
+		DLQMaxAge: 30 * 24 * time.Hour, LessonsMaxAge: 90 * 24 * time.Hour, LessonsScope: "workflow", CacheScope: "fleet",
 		StateRetention: 30 * 24 * time.Hour, BlobRetention: 30 * 24 * time.Hour}, f.Worker)
 	require.Equal(t, RunnerOpenAI, f.Roles.Planner.RunnerName())
 	require.Equal(t, "qwen2.5-coder:14b", f.Roles.Planner.OpenAI.Model)

@@ -71,21 +71,41 @@ var natsURLEnv = []string{"NATS_URL", "DROVER_NATS_URL"}
 // DROVER_NATS_URL and every base_url; the value of pull_request.token_env.
 // extra are added as they are (the --password and --token flags).
 func (f *File) Secrets(extra ...string) []string {
-	out := append([]string(nil), extra...)
+	named := f.NamedSecrets(extra...)
+	out := make([]string, len(named))
+	for i, s := range named {
+		out[i] = s.Value
+	}
+	return out
+}
+
+// NamedSecrets are Secrets, each with the name an operator knows it by:
+// its variable, or the field that holds it. extra are named "a
+// connection or repository secret".
+func (f *File) NamedSecrets(extra ...string) []redact.Secret {
+	var out []redact.Secret
+	for _, v := range extra {
+		out = append(out, redact.Secret{Name: "a connection or repository secret", Value: v})
+	}
+	urls := func(name, v string) {
+		for _, s := range redact.URLSecrets(v) {
+			out = append(out, redact.Secret{Name: "the credentials in " + name, Value: s})
+		}
+	}
 	env := func(name string) {
 		if v, ok := os.LookupEnv(name); ok {
-			out = append(out, v)
+			out = append(out, redact.Secret{Name: name, Value: v})
 		}
 	}
 	for _, name := range natsSecretEnv {
 		env(name)
 	}
-	out = append(out, redact.URLSecrets(f.NatsURL)...)
+	urls("nats_url", f.NatsURL)
 	if name := f.PullRequest.TokenEnv; name != "" {
 		env(name)
 	}
 	for _, name := range natsURLEnv {
-		out = append(out, redact.URLSecrets(os.Getenv(name))...)
+		urls(name, os.Getenv(name))
 	}
 	for _, r := range subjects.Roles {
 		rc := f.Roles.For(r)
@@ -95,7 +115,7 @@ func (f *File) Secrets(extra ...string) []string {
 				key = runner.DefaultOpenAIKeyEnv
 			}
 			env(key)
-			out = append(out, redact.URLSecrets(o.BaseURL)...)
+			urls("roles."+string(r)+".openai.base_url", o.BaseURL)
 		}
 		if rc.RunnerName() == RunnerExec && (rc.Exec != nil || rc.Agent != "") {
 			e := rc.execConfig()
@@ -106,7 +126,7 @@ func (f *File) Secrets(extra ...string) []string {
 			secret := func(name string) bool { return redact.SecretEnvName(name) || slices.Contains(listed, name) }
 			for k, v := range e.Env {
 				if secret(k) {
-					out = append(out, v)
+					out = append(out, redact.Secret{Name: "roles." + string(r) + ".exec.env." + k, Value: v})
 				}
 			}
 			inherit := e.Inherit
@@ -120,7 +140,7 @@ func (f *File) Secrets(extra ...string) []string {
 			}
 			if rc.Agent != "" { // a proxy's URL may hold credentials
 				for _, k := range runner.ProxyEnv() {
-					out = append(out, redact.URLSecrets(os.Getenv(k))...)
+					urls(k, os.Getenv(k))
 				}
 			}
 		}

@@ -105,6 +105,20 @@ roles:
 	}
 	require.NotContains(t, got, "plain-value")
 	require.NotContains(t, got, "inherited-plain")
+
+	// Each is named by its variable or field, for the secret scan's reason.
+	names := map[string]string{}
+	for _, s := range f.NamedSecrets("flag-pw-1") {
+		names[s.Value] = s.Name
+	}
+	for value, name := range map[string]string{
+		"nats-pw-1": "NATS_PASSWORD", "openai-key-1": "DROVER_ZZ_KEY", "inherited-tok-1": "DROVER_ZZ_GH_TOKEN",
+		"env-tok-1": "roles.implementer.exec.env.MY_API_TOKEN", "listed-1": "roles.implementer.exec.env.LISTED",
+		"file-pw-1": "the credentials in nats_url", "url-pw-1": "the credentials in NATS_URL",
+		"q-key-1": "the credentials in roles.planner.openai.base_url", "flag-pw-1": "a connection or repository secret",
+	} {
+		require.Equal(t, name, names[value], value)
+	}
 }
 
 func TestConfigRunnersRedact(t *testing.T) {

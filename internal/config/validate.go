@@ -173,6 +173,9 @@ func (w *Worker) validate(v *validator) {
 	v.duration("worker.cache_ttl", w.CacheTTL)
 	v.duration("worker.role_timeout", w.RoleTimeout)
 	v.nonNegative("worker.dlq_max_msgs", int(w.DLQMaxMsgs))
+	if w.CacheScope != "" && w.CacheScope != "workflow" && w.CacheScope != "fleet" {
+		v.add("worker.cache_scope", "%q: want fleet or workflow", w.CacheScope)
+	}
 	if w.LessonsScope != "" && w.LessonsScope != "workflow" && w.LessonsScope != "fleet" {
 		v.add("worker.lessons_scope", "%q: want workflow or fleet", w.LessonsScope)
 	}

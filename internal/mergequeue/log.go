@@ -16,6 +16,7 @@ const (
 	LogStart = "start" // a merger took the target's lease
 	LogBatch = "batch" // a batch was pushed
 	LogEnd   = "end"   // a merger let the lease go
+	// LogPush (landed.go): a batch about to be pushed.
 )
 
 // LogRecord is one line of the merge log.
@@ -25,7 +26,7 @@ type LogRecord struct {
 	Holder string    `json:"holder"`
 	Lease  uint64    `json:"lease"` // the lease key's revision when taken
 	At     time.Time `json:"at"`
-	// Batch records only.
+	// Batch and push records only.
 	Before  string   `json:"before,omitempty"`
 	Commit  string   `json:"commit,omitempty"`
 	Merged  []string `json:"merged,omitempty"`  // entry keys

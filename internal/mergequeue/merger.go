@@ -66,6 +66,9 @@ type Merger struct {
 	red    *redact.Redactor
 	cons   jetstream.Consumer
 	kv     jetstream.KeyValue
+	// landed is the merge log's index of what each batch brought, loaded
+	// at the start of each session (only the session's goroutine uses it).
+	landed landed
 
 	sessions, batches, pushes, merged, skipped, sentBack, dropped, deferred atomic.Int64
 }
@@ -193,7 +196,7 @@ func (m *Merger) merge(ctx context.Context, items []*item, renew func() error) e
 				continue
 			}
 			switch {
-			case m.repo.Merged(ctx, base, it.e.Head):
+			case m.onTarget(ctx, base, it.e):
 				skip = append(skip, it)
 			default:
 				todo = append(todo, it.e)
@@ -216,6 +219,14 @@ func (m *Merger) merge(ctx context.Context, items []*item, renew func() error) e
 			if err := renew(); err != nil {
 				return err
 			}
+			// Recorded before the push: a merger that dies after the push
+			// and before the batch record still leaves what it pushed.
+			keys := make([]string, len(good))
+			for i, e := range good {
+				keys[i] = e.Key()
+			}
+			m.landed.add(head, keys)
+			m.record(ctx, LogRecord{Kind: LogPush, Before: base, Commit: head, Merged: keys})
 			err := m.repo.PushTarget(ctx, m.cfg.Target, base, head)
 			if errors.Is(err, workspace.ErrTargetMoved) {
 				m.log.Info("target moved during the batch, building it again", "try", try+1)

@@ -42,6 +42,15 @@ func (m *Merger) session(ctx context.Context, l *lease) {
 		defer mu.Unlock()
 		return l.renew(sctx)
 	}
+	// Read while the lease is renewed: the log may be long.
+	landed, err := m.loadLanded(sctx)
+	if err != nil {
+		// Without the log a rebased entry delivered again could be merged
+		// twice: end the session and try again later.
+		m.log.Warn("merger session ends at once", "err", err)
+		cancel(err)
+	}
+	m.landed = landed
 	for sctx.Err() == nil {
 		batch, err := m.cons.Fetch(m.cfg.Batch, jetstream.FetchMaxWait(m.poll()))
 		if err != nil {

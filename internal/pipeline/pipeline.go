@@ -24,6 +24,7 @@ import (
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/blobs"
 	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
@@ -115,6 +116,9 @@ type Deps struct {
 	// Deliverer delivers approved tasks (nil: delivery "branch", the
 	// branch pushed when pushing is configured and the task completed).
 	Deliverer Deliverer
+	// Secrets are the configured secrets no recorded change may hold
+	// (see scanChange; nil: changes are not scanned).
+	Secrets *redact.Redactor
 }
 
 // DefaultWorker is the worker name of a Config without one.

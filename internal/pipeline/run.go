@@ -11,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
@@ -215,7 +214,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	if req.TraceParent = span.TraceParent(); req.TraceParent == "" {
 		req.TraceParent = t.traceparent
 	}
-	key := cache.Key(p.ids[i], req)
+	key := p.d.Cache.Key(p.ids[i], req) // cache.Key under the configured scope
 	rr = roleResult{role: req.Role, attempt: req.Attempt, key: key, input: roleInput(req.Attempt, key, req.Feedback)}
 	if res, ok := p.cacheGet(ctx, i, key); ok {
 		full, err := p.expand(ctx, res.Output)

@@ -86,6 +86,10 @@ type WorkspaceDiff struct {
 	Patch      []byte
 	Empty      bool
 	Commits    int
+	// Log is the attempt's commits as git shows them (authors and
+	// messages), for the secret scan: an agent's own commits are pushed as
+	// written. "" when the workspace does not report it.
+	Log string
 }
 
 var (

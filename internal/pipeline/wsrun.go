@@ -166,8 +166,12 @@ func (t *taskRun) trailers(attempt int) CommitTrailers {
 
 // recordChange keeps a committed change as the attempt's record: in the
 // result's metadata (so in its event and its cache entry), with the patch
-// stored as a blob when large.
+// stored as a blob when large. A change holding a configured secret is
+// refused first (scanChange): nothing of it is recorded.
 func (p *Pipeline) recordChange(ctx context.Context, t *taskRun, res *runner.Result, d WorkspaceDiff) error {
+	if err := p.scanChange(d); err != nil {
+		return err
+	}
 	ch := subjects.WorkspaceChange{Branch: t.ws.Branch(), Base: d.Base, Head: d.Head, Files: d.Files, Commits: d.Commits, Empty: d.Empty}
 	if ch.Files == nil {
 		ch.Files = []subjects.WorkspaceFile{}

@@ -4,7 +4,9 @@
 // A Redactor is built from the configured secrets (API keys, secret
 // environment variables of exec runners, NATS passwords and tokens,
 // credentials in URLs) and replaces every occurrence of each, in the forms
-// an agent is likely to print, with Mask. The runner middleware that
+// an agent is likely to print (as is, JSON-escaped, percent-encoded, hex,
+// base64 on its own or inside a longer stream), with Mask. ScanPatch finds
+// them in what a git patch adds, and names the secret and the file. The runner middleware that
 // applies it to every role result and error lives in internal/runner
 // (runner.WithRedact); Handler applies it to log records.
 //

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -28,52 +29,110 @@ func SecretEnvName(name string) bool { return secretName.MatchString(name) }
 // Redactor replaces secrets with Mask. The zero value and nil redact
 // nothing. It is immutable and safe for concurrent use.
 type Redactor struct {
-	secrets  []string // every form of every secret, longest first
+	forms    []form   // every form of every secret, longest first
+	names    []string // each secret's name, by index
+	match    *matcher
 	replacer *strings.Replacer
+	scan     *Redactor // the secrets ScanPatch looks for (see MinScanLen)
 }
 
-// New returns a Redactor for secrets. Values shorter than MinSecretLen
-// bytes (after trimming white space) are ignored. Each secret is matched
-// as is, JSON-escaped (as it appears inside a JSON string) and
-// percent-encoded (as in a URL); a URL's credentials are added by
-// URLSecrets, not here.
+// form is one way a secret is written: the text to match, the secret's
+// index and what encoding gives it.
+type form struct {
+	text   string
+	secret int
+	kind   string
+}
+
+// Secret is a configured secret and the name it is reported under (the
+// variable that holds it, never its value).
+type Secret struct {
+	Name, Value string
+}
+
+// New returns a Redactor for secrets, named by their position ("secret
+// #1" for the first). Values shorter than MinSecretLen bytes (after
+// trimming white space) are ignored. Each secret is matched in the forms
+// an agent or a tool may print it (see NewNamed); a URL's credentials are
+// added by URLSecrets, not here.
 func New(secrets ...string) *Redactor {
-	seen := map[string]bool{}
-	var forms []string
-	add := func(s string) {
-		if len(s) >= MinSecretLen && !seen[s] {
-			seen[s] = true
-			forms = append(forms, s)
+	named := make([]Secret, len(secrets))
+	for i, s := range secrets {
+		named[i] = Secret{Name: "secret #" + strconv.Itoa(i+1), Value: s}
+	}
+	return NewNamed(named...)
+}
+
+// NewNamed returns a Redactor for secrets. Values shorter than
+// MinSecretLen bytes (after trimming white space) are ignored. Each secret
+// is matched as is, JSON-escaped (as inside a JSON string), percent-encoded
+// (as in a URL), as hex (lower and upper case), and as base64 (standard and
+// URL alphabets, padded or not): encoded on its own, and inside a longer
+// base64 stream at each of the three byte alignments (the characters that
+// depend only on the secret's bytes; the one or two at each end that mix
+// in neighbouring bytes are left). Every form is computed here, once.
+func NewNamed(secrets ...Secret) *Redactor {
+	r := build(secrets)
+	var long []Secret
+	for _, s := range secrets {
+		if len(strings.TrimSpace(s.Value)) >= MinScanLen {
+			long = append(long, s)
 		}
 	}
-	for _, s := range secrets {
-		s = strings.TrimSpace(s)
+	if len(long) == len(secrets) {
+		r.scan = r
+	} else {
+		r.scan = build(long)
+	}
+	return r
+}
+
+// build is NewNamed without the scan's subset.
+func build(secrets []Secret) *Redactor {
+	seen := map[string]bool{}
+	r := &Redactor{}
+	add := func(text string, secret int, kind string, minLen int) {
+		if len(text) >= minLen && !seen[text] {
+			seen[text] = true
+			r.forms = append(r.forms, form{text: text, secret: secret, kind: kind})
+		}
+	}
+	for _, sec := range secrets {
+		s := strings.TrimSpace(sec.Value)
 		if len(s) < MinSecretLen {
 			continue
 		}
-		add(s)
-		add(jsonEscaped(s, true))
-		add(jsonEscaped(s, false))
-		add(url.QueryEscape(s))
-		add(url.PathEscape(s))
+		i := len(r.names)
+		r.names = append(r.names, sec.Name)
+		add(s, i, "plain", MinSecretLen)
+		add(jsonEscaped(s, true), i, "json", MinSecretLen)
+		add(jsonEscaped(s, false), i, "json", MinSecretLen)
+		add(url.QueryEscape(s), i, "url", MinSecretLen)
+		add(url.PathEscape(s), i, "url", MinSecretLen)
+		for _, f := range encodedForms(s) {
+			add(f.text, i, f.kind, minEncodedLen)
+		}
 	}
-	if len(forms) == 0 {
+	if len(r.forms) == 0 {
 		return &Redactor{}
 	}
 	// The replacer tries the old strings in argument order at each
-	// position: longest first, so a secret that contains another is
-	// masked whole.
-	sort.Slice(forms, func(i, j int) bool {
-		if len(forms[i]) != len(forms[j]) {
-			return len(forms[i]) > len(forms[j])
+	// position: longest first, so a secret that contains another, or a
+	// form that contains a shorter form, is masked whole.
+	sort.Slice(r.forms, func(i, j int) bool {
+		a, b := r.forms[i].text, r.forms[j].text
+		if len(a) != len(b) {
+			return len(a) > len(b)
 		}
-		return forms[i] < forms[j]
+		return a < b
 	})
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, Mask)
+	pairs := make([]string, 0, 2*len(r.forms))
+	for _, f := range r.forms {
+		pairs = append(pairs, f.text, Mask)
 	}
-	return &Redactor{secrets: forms, replacer: strings.NewReplacer(pairs...)}
+	r.replacer = strings.NewReplacer(pairs...)
+	r.match = newMatcher(r.forms)
+	return r
 }
 
 // jsonEscaped is s as it appears between the quotes of a JSON string.
@@ -91,8 +150,8 @@ func (r *Redactor) Empty() bool { return r == nil || r.replacer == nil }
 
 // String returns s with every secret replaced by Mask.
 func (r *Redactor) String(s string) string {
-	if r.Empty() || s == "" {
-		return s
+	if !r.Contains(s) {
+		return s // the common case, without the replacer's copy
 	}
 	return r.replacer.Replace(s)
 }
@@ -102,12 +161,7 @@ func (r *Redactor) Contains(s string) bool {
 	if r.Empty() {
 		return false
 	}
-	for _, f := range r.secrets {
-		if strings.Contains(s, f) {
-			return true
-		}
-	}
-	return false
+	return r.match.first(s, r.forms) >= 0
 }
 
 // JSON returns raw, a JSON document, with every secret in its strings

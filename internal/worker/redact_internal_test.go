@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,4 +20,17 @@ func TestRepoRedactorMasksURLsAndSecrets(t *testing.T) {
 	require.NotContains(t, out, "sk-runner-key")
 	require.Contains(t, out, "kept")
 	require.True(t, repoRedactor(workspace.Config{Repo: "/srv/repo.git"}).Empty(), "a local path holds no credential")
+}
+
+// A workspace error may quote a path an agent chose: the worker's secrets
+// are masked in it, in their encoded forms too.
+func TestWorkspaceErrorsMaskSecrets(t *testing.T) {
+	t.Parallel()
+	m, err := workspace.New(workspace.Config{Repo: "/srv/repo.git", Dir: t.TempDir()}, nil)
+	require.NoError(t, err)
+	a := newWorkspaces(m, "sk-runner-key-0123")
+	err = a.errOf(fmt.Errorf("%w: vendor/sk-runner-key-0123 and c2stcnVubmVyLWtleS0wMTIz", workspace.ErrChangeTooLarge))
+	require.ErrorIs(t, err, workspace.ErrChangeTooLarge)
+	require.NotContains(t, err.Error(), "sk-runner-key-0123")
+	require.NotContains(t, err.Error(), "c2stcnVubmVyLWtleS0wMTIz")
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/droverhq/drover/internal/lessons"
 	"github.com/droverhq/drover/internal/mergequeue"
 	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/review"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/sandbox"
@@ -56,7 +57,11 @@ type Config struct {
 	// LessonsScope is whose lessons the default Lessons recall (default
 	// lessons.ScopeWorkflow: the task's own workflow's).
 	LessonsScope lessons.Scope
-	Log          *slog.Logger
+	// CacheScope is who shares cached role results (default
+	// cache.ScopeFleet: every workflow; cache.ScopeWorkflow: the workflow
+	// ID is part of the key).
+	CacheScope cache.Scope
+	Log        *slog.Logger
 	// Metrics receives the pipeline's events (nil: none). When it also
 	// implements consumers.Metrics, as ops.Metrics does, the task
 	// consumers report to it too.
@@ -96,8 +101,14 @@ type Config struct {
 	Merge    mergequeue.Config
 	// Secrets are masked, with the repository's URL credentials, in what
 	// the merge check prints before it becomes an agent's feedback (the
-	// runners mask their own results).
+	// runners mask their own results), and an implementer's change that
+	// holds one (as is, base64 or hex) fails its task before it is
+	// recorded or pushed.
 	Secrets []string
+	// NamedSecrets are secrets with the names a failed secret scan reports
+	// (their variables); masked and scanned for like Secrets, which are
+	// reported by position ("secret #2").
+	NamedSecrets []redact.Secret
 	// PullRequests, when set, is the Deliverer (delivery pull_request):
 	// each pushed branch gets its pull request opened, or updated when the
 	// task is delivered again. It needs Workspace with Push on, and no
@@ -289,7 +300,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Audit:     res.Audit,
 		Publisher: audit.NewPublisher(w.js, w.cfg.Names),
 		State:     state.New(res.State).Direct(w.js),
-		Cache:     cache.New(res.Cache, w.cfg.Log).Direct(w.js),
+		Cache:     cache.New(res.Cache, w.cfg.Log).Direct(w.js).WithScope(w.cfg.CacheScope),
 		Blobs:     blobs.New(res.Blobs),
 		Runners:   w.cfg.Runners,
 		Log:       w.cfg.Log,
@@ -299,6 +310,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Tracer:    w.cfg.Tracer,
 		Ledger:    w.cfg.Ledger,
 		Deliverer: w.cfg.Deliverer,
+		Secrets:   secretScanner(w.cfg),
 	}
 	if w.cfg.Workspace.Enabled() {
 		m, err := workspace.New(w.cfg.Workspace, w.cfg.Log)
@@ -316,7 +328,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 			}
 		}()
 		w.ws.Store(m)
-		deps.Workspaces = newWorkspaces(m)
+		deps.Workspaces = newWorkspaces(m, w.cfg.Secrets...)
 		switch {
 		case w.cfg.PullRequests != nil:
 			deps.Deliverer = newPullRequests(w.cfg.PullRequests, w.cfg.Workspace.BaseRef)

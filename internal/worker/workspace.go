@@ -27,7 +27,8 @@ import (
 //     cache miss); a refused push is pipeline.ErrPushRejected.
 //
 // Every error's text has the credentials of the repository's and the push
-// remote's URLs masked: it goes to the audit stream.
+// remote's URLs and the worker's secrets masked (a path an agent named may
+// hold one): it goes to the audit stream.
 type workspaces struct {
 	m          *workspace.Manager
 	push       bool
@@ -35,15 +36,32 @@ type workspaces struct {
 	red        *redact.Redactor
 }
 
-func newWorkspaces(m *workspace.Manager) *workspaces {
+func newWorkspaces(m *workspace.Manager, secrets ...string) *workspaces {
 	cfg := m.Config()
-	return &workspaces{m: m, push: cfg.Push, keepFailed: cfg.KeepFailed, red: repoRedactor(cfg)}
+	return &workspaces{m: m, push: cfg.Push, keepFailed: cfg.KeepFailed, red: repoRedactor(cfg, secrets...)}
 }
 
 // repoRedactor masks the credentials in the repository's and the push
 // remote's URLs, and secrets.
 func repoRedactor(cfg workspace.Config, secrets ...string) *redact.Redactor {
 	return redact.New(append(append(redact.URLSecrets(cfg.Repo), redact.URLSecrets(cfg.PushRemote)...), secrets...)...)
+}
+
+// secretScanner finds the secrets no recorded change may hold: the
+// credentials of the repository's URLs, cfg.NamedSecrets and cfg.Secrets,
+// each under the name the scan's reason gives it.
+func secretScanner(cfg Config) *redact.Redactor {
+	var all []redact.Secret
+	for _, u := range []struct{ field, url string }{{"workspace.repo", cfg.Workspace.Repo}, {"workspace.push_remote", cfg.Workspace.PushRemote}} {
+		for _, s := range redact.URLSecrets(u.url) {
+			all = append(all, redact.Secret{Name: "the credentials in " + u.field, Value: s})
+		}
+	}
+	all = append(all, cfg.NamedSecrets...)
+	for i, s := range cfg.Secrets {
+		all = append(all, redact.Secret{Name: fmt.Sprintf("secret #%d", i+1), Value: s})
+	}
+	return redact.NewNamed(all...)
 }
 
 // errOf maps err (workspaceErr) and masks the URLs' credentials in its
@@ -149,5 +167,5 @@ func diffOf(c workspace.Change) pipeline.WorkspaceDiff {
 	for i, f := range c.Files {
 		files[i] = subjects.WorkspaceFile{Path: f.Path, Status: f.Status, Added: f.Added, Removed: f.Removed, Binary: f.Binary}
 	}
-	return pipeline.WorkspaceDiff{Base: c.Base, Head: c.Head, Files: files, Patch: c.Patch, Empty: c.Empty, Commits: c.Commits}
+	return pipeline.WorkspaceDiff{Base: c.Base, Head: c.Head, Files: files, Patch: c.Patch, Empty: c.Empty, Commits: c.Commits, Log: c.Log}
 }

@@ -19,10 +19,12 @@ import (
 
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/forge"
 	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/producer"
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/internal/worker"
@@ -160,6 +162,10 @@ type wsBundle struct {
 	// pullRequests and log, when set, are each worker's.
 	pullRequests *forge.Client
 	log          *slog.Logger
+	// cacheScope and secrets, when set, are each worker's.
+	cacheScope cache.Scope
+	secrets    []string
+	named      []redact.Secret
 }
 
 func newWSBundle(t *testing.T) *wsBundle {
@@ -190,6 +196,9 @@ func (b *wsBundle) start(t *testing.T, set runner.Set, dir string, push bool, gr
 		Pipeline:     pipeline.Config{RetryBase: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond},
 		Workspace:    wc,
 		PullRequests: b.pullRequests,
+		CacheScope:   b.cacheScope,
+		Secrets:      b.secrets,
+		NamedSecrets: b.named,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -37,6 +37,9 @@ type Change struct {
 	Patch      []byte
 	Empty      bool
 	Commits    int
+	// Log is the authors and messages of the agent's own commits of this
+	// attempt (Commit only), for the secret scan: they are pushed as written.
+	Log string
 }
 
 // Trailers name what a commit records; they become the Drover-Workflow,
@@ -115,6 +118,9 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 			return Change{}, err
 		}
 		ch.Commits, _ = strconv.Atoi(n)
+		if ch.Log, err = g.out(ctx, w.dir, "log", "--no-color", "--format=%an <%ae> %cn <%ce>%n%B", w.head+".."+cur); err != nil {
+			return Change{}, fmt.Errorf("workspace: log: %w", err)
+		}
 	}
 	ch.Head, ch.Empty = head, tree == prevTree
 	w.head = head

@@ -72,7 +72,9 @@ func TestScratchMergeAndPushTarget(t *testing.T) {
 }
 
 // A rebase replays the branch's commits on the target and marks the last
-// one with the trailer naming the branch head, which Merged finds.
+// one with the trailer naming the branch head. Merged does not trust the
+// trailer (an agent can write one): the copies are not the head, and only
+// the merge queue's log records that they brought it.
 func TestScratchRebase(t *testing.T) {
 	t.Parallel()
 	repo := newTestRepo(t)
@@ -88,7 +90,8 @@ func TestScratchRebase(t *testing.T) {
 	h, err := s.Merge(ctx, b, "", true)
 	require.NoError(t, err)
 	require.Equal(t, repo.base, gitT(t, s.Dir(), "rev-parse", "HEAD~2"), "linear history")
-	require.True(t, m.Merged(ctx, h, b))
+	require.Contains(t, gitT(t, s.Dir(), "log", "-1", "--format=%B", h), MergeTrailer+": "+b)
+	require.False(t, m.Merged(ctx, h, b), "a trailer is not a record")
 	_, err = os.Stat(filepath.Join(s.Dir(), "a.txt"))
 	require.NoError(t, err)
 }
