@@ -74,7 +74,8 @@ func runChild() error {
 	_ = json.Unmarshal([]byte(os.Getenv("MQ_CHECK")), &check)
 	batch, _ := strconv.Atoi(os.Getenv("MQ_BATCH"))
 	cfg := mergequeue.Config{Target: "main", Batch: batch, LeaseTTL: 2 * time.Second,
-		Check: workspace.Command{Argv: check, Timeout: time.Minute}}
+		// The check's environment is built: it gets only the variables named.
+		Check: workspace.Command{Argv: check, Timeout: time.Minute, Env: []string{"MQ_MARK", "MQ_HOLDER"}}}
 	nc, err := nats.Connect(os.Getenv("MQ_NATS"))
 	if err != nil {
 		return err
