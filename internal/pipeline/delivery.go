@@ -276,7 +276,7 @@ func (p *Pipeline) deliverStage(ctx context.Context, t *taskRun) Outcome {
 		}
 	}
 	if err := p.openWorkspace(ctx, t); err != nil {
-		return p.roleFailed(ctx, t, subjects.RoleJudge, t.st.Attempt, err, 0, nil, nil)
+		return p.roleFailed(ctx, t, subjects.RoleJudge, t.st.Attempt, roleErr(subjects.RoleJudge, err), 0, nil, nil)
 	}
 	a := approved{attempt: t.st.Attempt, change: change, verdict: verdict, review: t.review()}
 	return p.deliverApproved(ctx, t, a, nil, nil)

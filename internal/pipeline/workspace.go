@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -15,8 +16,8 @@ import (
 // changes.
 //
 // Errors that no retry can fix (a change over the size bound, a branch
-// that exists with other history) wrap runner.ErrPermanent, so the task
-// fails with role_failed; any other error is retried like a role error.
+// that exists with other history) are marked Permanent, so the task fails
+// with role_failed; any other error is retried like a role error.
 type Workspaces interface {
 	// ResolveBase fetches the repository and resolves the base ref to a
 	// commit.
@@ -95,3 +96,16 @@ var (
 
 // releaseTimeout bounds releasing a worktree after the task's delivery.
 const releaseTimeout = 30 * time.Second
+
+// Permanent marks err as one that no retry can fix: it matches
+// runner.ErrPermanent, and its text is err's alone. The pipeline puts the
+// role's name first ("implementer: workspace: ..."), as the contract's
+// error texts read; "permanent role error" is an internal phrase.
+func Permanent(err error) error { return permanentError{err} }
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+
+// Unwrap returns runner.ErrPermanent and the cause.
+func (e permanentError) Unwrap() []error { return []error{runner.ErrPermanent, e.err} }

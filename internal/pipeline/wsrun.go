@@ -210,7 +210,7 @@ func (p *Pipeline) keepWork(ctx context.Context, t *taskRun, attempt int, res *r
 			err = p.applyChange(ctx, t, attempt, res, ch)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: the recorded change of attempt %d: %w", runner.ErrPermanent, attempt, err)
+			return Permanent(fmt.Errorf("the recorded change of attempt %d: %w", attempt, err))
 		}
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/redact"
-	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
 )
@@ -62,7 +61,7 @@ func workspaceErr(err error) error {
 		return nil
 	case errors.Is(err, workspace.ErrChangeTooLarge), errors.Is(err, workspace.ErrBranchExists),
 		errors.Is(err, subjects.ErrInvalidBranch):
-		return fmt.Errorf("%w: %w", runner.ErrPermanent, err)
+		return pipeline.Permanent(err)
 	case errors.Is(err, workspace.ErrPatchDoesNotApply):
 		return fmt.Errorf("%w: %w", pipeline.ErrPatchDoesNotApply, err)
 	case errors.Is(err, workspace.ErrPushRejected):
