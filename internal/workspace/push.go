@@ -23,15 +23,27 @@ const (
 // when the remote refuses it, ctx's error when ctx ends first. A remote that
 // cannot be reached is retried with backoff for as long as ctx lives. Pushes
 // are batched: up to PushBatch refspecs per git push, waiting up to PushDelay
-// for more to join. Pushes are never forced.
+// for more to join. Pushes are never forced blindly (see PushLease).
 func (m *Manager) Push(ctx context.Context, branch, head string) error {
+	return m.PushLease(ctx, branch, head, "")
+}
+
+// PushLease is Push for a branch Drover may have pushed for this task
+// before (a redelivery after a crash): with lease set (a commit id, the
+// head Drover recorded), the branch is updated if the remote holds exactly
+// that commit, fast-forward or not; a branch the remote does not have is
+// pushed as by Push. A branch someone else moved is refused, as by Push.
+func (m *Manager) PushLease(ctx context.Context, branch, head, lease string) error {
 	if err := subjects.ValidBranch(branch); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	if !IsSHA(head) {
 		return fmt.Errorf("workspace: head %.80q is not a commit id", head)
 	}
-	r := &pushReq{ctx: ctx, branch: branch, head: head, done: make(chan error, 1)}
+	if lease != "" && !IsSHA(lease) {
+		return fmt.Errorf("workspace: lease %.80q is not a commit id", lease)
+	}
+	r := &pushReq{ctx: ctx, branch: branch, head: head, lease: lease, done: make(chan error, 1)}
 	if err := m.pusher.enqueue(r); err != nil {
 		return err
 	}
@@ -46,7 +58,8 @@ func (m *Manager) Push(ctx context.Context, branch, head string) error {
 type pushReq struct {
 	ctx          context.Context
 	branch, head string
-	solo         bool // push alone: its batch was refused as a whole
+	lease        string // the remote value the update is leased on ("": none)
+	solo         bool   // push alone: its batch was refused as a whole
 	done         chan error
 }
 
@@ -216,7 +229,13 @@ func (p *pusher) takeBatch(pending []*pushReq) (batch, rest []*pushReq) {
 // solo.
 func (p *pusher) push(ctx context.Context, batch []*pushReq) (retry []*pushReq) {
 	m := p.m
-	args := []string{"--git-dir", m.mirror, "push", "--porcelain", "--no-verify", "--end-of-options", m.cfg.PushRemote}
+	args := []string{"--git-dir", m.mirror, "push", "--porcelain", "--no-verify"}
+	for _, r := range batch {
+		if r.lease != "" { // that ref alone; the others stay fast-forward only
+			args = append(args, "--force-with-lease=refs/heads/"+r.branch+":"+r.lease)
+		}
+	}
+	args = append(args, "--end-of-options", m.cfg.PushRemote)
 	for _, r := range batch {
 		args = append(args, r.head+":refs/heads/"+r.branch)
 	}
@@ -234,6 +253,12 @@ func (p *pusher) push(ctx context.Context, batch []*pushReq) (retry []*pushReq) 
 			r.done <- nil
 		case len(batch) > 1 && !r.solo && batchWide(st.summary):
 			r.solo = true
+			retry = append(retry, r)
+		case r.lease != "" && strings.Contains(st.summary, "stale info"):
+			// The remote does not hold the leased head: the earlier push
+			// never landed (or someone else moved the branch, which the
+			// plain push refuses).
+			r.lease, r.solo = "", true
 			retry = append(retry, r)
 		default:
 			r.done <- fmt.Errorf("%w: %s: %s", ErrPushRejected, r.branch, st.summary)
