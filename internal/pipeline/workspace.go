@@ -29,10 +29,13 @@ type Workspaces interface {
 	// with the replayed patch applied.
 	Open(ctx context.Context, s WorkspaceSpec) (Workspace, error)
 	// Push pushes an approved head; pushed is false when pushing is not
-	// configured. It returns when the ref is pushed, refused (an error
-	// wrapping ErrPushRejected) or ctx is done; a remote that is down is
-	// retried meanwhile.
-	Push(ctx context.Context, branch, head string) (pushed bool, err error)
+	// configured. leases are heads Drover recorded for the branch before
+	// (pushed, maybe, by a delivery that crashed): the remote's branch is
+	// replaced when it holds one of them, and refused when it holds
+	// anything else that head does not descend from. It returns when the
+	// ref is pushed, refused (an error wrapping ErrPushRejected) or ctx is
+	// done; a remote that is down is retried meanwhile.
+	Push(ctx context.Context, branch, head string, leases ...string) (pushed bool, err error)
 }
 
 // WorkspaceSpec says which worktree to open.

@@ -351,8 +351,14 @@ func boundPatch(patch []byte, limit int) (string, string) {
 }
 
 // pushWorkspace pushes the approved head when pushing is configured, and
-// returns the task result's workspace part.
+// returns the task result's workspace part. The push is leased on the
+// heads recorded before this one (a delivery that crashed may have pushed
+// its own commit of the same change). A head recorded as pushed, with no
+// worktree rebuilt for it, is not pushed again.
 func (p *Pipeline) pushWorkspace(ctx context.Context, t *taskRun) (*subjects.WorkspaceResult, error) {
+	if w := t.st.Workspace; t.ws == nil && w != nil && w.Pushed && w.Head() != "" {
+		return &subjects.WorkspaceResult{Branch: w.Branch, Base: w.Base, Head: w.Head(), Pushed: true}, nil
+	}
 	if t.ws == nil || t.change == nil {
 		return nil, nil
 	}
@@ -361,8 +367,16 @@ func (p *Pipeline) pushWorkspace(ctx context.Context, t *taskRun) (*subjects.Wor
 	if err != nil {
 		return nil, fmt.Errorf("workspace: head: %w", err)
 	}
+	var leases []string
+	if w := t.st.Workspace; w != nil {
+		for _, h := range w.Heads {
+			if h != head {
+				leases = append(leases, h)
+			}
+		}
+	}
 	res := &subjects.WorkspaceResult{Branch: pin.Branch, Base: pin.Base, Head: head}
-	if res.Pushed, err = p.d.Workspaces.Push(ctx, pin.Branch, head); err != nil {
+	if res.Pushed, err = p.d.Workspaces.Push(ctx, pin.Branch, head, leases...); err != nil {
 		return res, fmt.Errorf("workspace: push %s: %w", pin.Branch, err)
 	}
 	return res, nil

@@ -92,11 +92,11 @@ func (a *workspaces) Open(ctx context.Context, s pipeline.WorkspaceSpec) (pipeli
 	return &openWorkspace{w: w, a: a}, nil
 }
 
-func (a *workspaces) Push(ctx context.Context, branch, head string) (bool, error) {
+func (a *workspaces) Push(ctx context.Context, branch, head string, leases ...string) (bool, error) {
 	if !a.push {
 		return false, nil
 	}
-	if err := a.m.Push(ctx, branch, head); err != nil {
+	if err := a.m.PushLease(ctx, branch, head, leases...); err != nil {
 		return false, a.errOf(err)
 	}
 	return true, nil

@@ -32,12 +32,12 @@ func TestPushLease(t *testing.T) {
 	remoteHead := func() string { return gitT(t, repo.remote, "rev-parse", "refs/heads/"+branch) }
 
 	require.ErrorIs(t, m2.Push(ctx, branch, h2), ErrPushRejected, "without a lease: not a fast-forward")
-	require.ErrorIs(t, m2.PushLease(ctx, branch, h2, h2), ErrPushRejected, "a lease on another head")
+	require.ErrorIs(t, m2.PushLease(ctx, branch, h2, h2), ErrPushRejected, "a lease on the head itself is none")
 	require.Equal(t, h1, remoteHead())
-	require.NoError(t, m2.PushLease(ctx, branch, h2, h1), "the lease on the recorded head holds")
+	require.NoError(t, m2.PushLease(ctx, branch, h2, h1, repo.base), "the lease on a recorded head holds")
 	require.Equal(t, h2, remoteHead())
 	require.NoError(t, m2.PushLease(ctx, branch, h2, h1), "already there")
-	require.ErrorIs(t, m1.PushLease(ctx, branch, h1, h1), ErrPushRejected, "moved since: refused")
+	require.ErrorIs(t, m1.PushLease(ctx, branch, h1, repo.base), ErrPushRejected, "moved since: refused")
 	require.Equal(t, h2, remoteHead())
 
 	other, h3 := commit(m1, "T1", "third\n")
