@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -29,19 +30,21 @@ type crashRow struct {
 	impl, judge int
 	// writes is how many times the branch was written on the remote.
 	writes int
-	// pr: delivery pull_request (one request at the end).
-	pr bool
+	// pr: delivery pull_request (one request at the end); merge: delivery
+	// merge (the change merged into main once).
+	pr, merge bool
 }
 
 // crash is one row's run.
 type crash struct {
 	*wsRig
-	t       *testing.T
-	simLog  string // the sim's call log (the planner)
-	release string // a file every waiting agent, judge and hook waits for
-	forge   *forgetest.Server
-	opened  chan struct{} // the forge got the first create
-	unblock func()        // lets the forge answer the first create (once)
+	t        *testing.T
+	simLog   string // the sim's call log (the planner)
+	release  string // a file every waiting agent, judge and hook waits for
+	forge    *forgetest.Server
+	opened   chan struct{} // the forge got the first create
+	unblock  func()        // lets the forge answer the first create (once)
+	checking string        // the merge check touches it as it starts
 }
 
 // pushHook makes the remote's first push of a branch wait, after the ref
@@ -145,6 +148,26 @@ func TestCrashMatrixPullRequest(t *testing.T) {
 	}
 }
 
+// A worker killed while its merger runs the merge check of the task's
+// branch (delivery merge): the other worker's merger takes the target
+// over, and the change is merged into main once; no role runs again.
+func TestCrashMatrixMerge(t *testing.T) {
+	t.Parallel()
+	row := crashRow{
+		name: "during a merge", merge: true,
+		kill: func(c *crash, _ *proc) {
+			c.eventually(func() bool { _, err := os.Stat(c.checking); return err == nil }, "A's merger runs the check")
+		},
+		impl: 1, judge: 1, writes: 1,
+	}
+	for _, noCache := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cache=%v", !noCache), func(t *testing.T) {
+			t.Parallel()
+			runCrash(t, row, noCache)
+		})
+	}
+}
+
 func (c *crash) eventually(cond func() bool, what string) {
 	c.t.Helper()
 	require.Eventually(c.t, cond, 60*time.Second, 10*time.Millisecond, what)
@@ -174,6 +197,14 @@ func runCrash(t *testing.T, row crashRow, noCache bool) {
 		oA.extra = fmt.Sprintf("delivery: pull_request\npull_request: {forge: github, api_url: %q, repo: acme/app, base: main, token_env: %s}\n",
 			c.forge.APIURL(), prTokenEnv)
 		oB.extra = oA.extra
+	}
+	if row.merge {
+		c.checking = filepath.Join(t.TempDir(), "checking")
+		merge := func(check string) string {
+			return "delivery: merge\nmerge: {target: main, batch: 8, lease_ttl: 2s, check: {argv: " + check + ", timeout: 2m}}\n"
+		}
+		oA.extra = merge(fmt.Sprintf(`[sh, -c, 'touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done', %q, %q]`, c.checking, c.release))
+		oB.extra = merge("[sh, -c, 'exit 0']")
 	}
 	var argsA []string
 	if row.a != nil {
@@ -209,6 +240,14 @@ func runCrash(t *testing.T, row crashRow, noCache bool) {
 	// A redelivery's commit of the recorded change may have its own id
 	// (a write more, leased on the head recorded) or the same.
 	require.LessOrEqual(t, len(r.remote.reflog(res.Branch)), row.writes, "branch writes")
+	if row.merge {
+		commit, head := mergedTo(t, r.waitTerminal("crash", after, 1)["edit-1"])
+		require.Equal(t, res.Head, head)
+		_, err := gitTry(r.remote.dir, "merge-base", "--is-ancestor", commit, "refs/heads/main")
+		require.NoError(t, err, "the merged commit is in main")
+		trailers := gitIn(t, r.remote.dir, "log", "--format=%(trailers:key=Drover-Merge-Head,valueonly)", "main")
+		require.Equal(t, head, strings.TrimSpace(trailers), "merged once")
+	}
 	if row.pr {
 		require.Len(t, c.forge.Pulls(), 1, "one pull request")
 		require.Equal(t, 1, prOf(t, r.waitTerminal("crash", after, 1)["edit-1"]).Number)
