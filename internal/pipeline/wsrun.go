@@ -249,9 +249,12 @@ func (t *taskRun) attemptRecord(attempt int) subjects.WorkspaceAttempt {
 }
 
 // withAttempt returns a copy of w with rec as its record of rec.Attempt
-// (replacing a record of the same attempt and any later one).
+// (replacing a record of the same attempt and any later one). The new
+// attempt's head is not pushed yet: the heads delivered before stay, as
+// the leases of its push.
 func withAttempt(w *subjects.TaskWorkspace, rec subjects.WorkspaceAttempt) *subjects.TaskWorkspace {
 	c := *w
+	c.Pushed = false
 	c.Attempts = nil
 	for _, a := range w.Attempts {
 		if a.Attempt < rec.Attempt {
