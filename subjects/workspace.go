@@ -18,8 +18,22 @@ type TaskWorkspace struct {
 	Base   string `json:"base"`
 	// Attempts holds the recorded implementer attempts, in order.
 	Attempts []WorkspaceAttempt `json:"attempts,omitempty"`
-	// Pushed is set once the approved head is on the remote.
+	// Heads are the approved heads Drover delivers, oldest first, each
+	// recorded before it is pushed: the last is the one being delivered;
+	// a redelivery (its own commit of the same change) replaces any of
+	// them on the remote, and nothing else.
+	Heads []string `json:"heads,omitempty"`
+	// Pushed is set once the approved head (the last of Heads) is on the
+	// remote.
 	Pushed bool `json:"pushed,omitempty"`
+}
+
+// Head is the approved head being delivered, "" before there is one.
+func (w *TaskWorkspace) Head() string {
+	if w == nil || len(w.Heads) == 0 {
+		return ""
+	}
+	return w.Heads[len(w.Heads)-1]
 }
 
 // WorkspaceAttempt is one recorded implementer attempt.

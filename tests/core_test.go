@@ -120,7 +120,8 @@ func TestRerunUnderNewWorkflowIsServedFromCache(t *testing.T) {
 
 // A fully cached task makes one state write: the planner's hit rides on
 // the write that creates the state, which carries every event in the
-// contract's order; a cold task makes two.
+// contract's order; a cold task makes three (the plan, the implementer's
+// change before the judge runs, the verdict).
 func TestFullyCachedTaskWritesItsStateOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -147,7 +148,7 @@ func TestFullyCachedTaskWritesItsStateOnce(t *testing.T) {
 	calls := sim.TotalCalls()
 	cached := writes(func() { b.waitTerminal("warm", b.submit(board("warm")...), 10) })
 	require.Equal(t, calls, sim.TotalCalls(), "no runner call on the re-run")
-	require.EqualValues(t, 20, cold, "a cold task: the plan, then the round")
+	require.EqualValues(t, 30, cold, "a cold task: the plan, the change, the verdict")
 	require.EqualValues(t, 10, cached, "a cached task: one write")
 
 	order := []subjects.EventType{subjects.EventTaskAccepted, subjects.EventPlannerDecision,

@@ -59,6 +59,9 @@ type wsOptions struct {
 	judgeWait string // the file the recording judge waits for ("" none)
 	pushBatch int    // default 8
 	pushDelay string // default 20s: a batch goes out when full (see TestWorkspaceSixteenTasks)
+	noCache   bool   // cache: false on every role
+	agentWait string // the file the agent waits for after logging its call ("" none)
+	extra     string // appended to the config document
 }
 
 // configYAML is a drover config file: planner on the sim, the scripted
@@ -71,21 +74,25 @@ func (r *wsRig) configYAML(dir string, o wsOptions) string {
 	if o.pushDelay == "" {
 		o.pushDelay = "20s"
 	}
-	judge := "  judge: {runner: sim}\n"
+	cache := ""
+	if o.noCache {
+		cache = "cache: false, "
+	}
+	judge := fmt.Sprintf("  judge: {%srunner: sim}\n", cache)
 	if o.execJudge {
-		judge = fmt.Sprintf("  judge: {runner: exec, exec: {argv: [sh, %q], env: {JUDGE_DIR: %q, JUDGE_WAIT: %q}, inherit: [PATH]}}\n",
-			r.judge, r.judgeDir, o.judgeWait)
+		judge = fmt.Sprintf("  judge: {%srunner: exec, exec: {argv: [sh, %q], env: {JUDGE_DIR: %q, JUDGE_WAIT: %q}, inherit: [PATH]}}\n",
+			cache, r.judge, r.judgeDir, o.judgeWait)
 	}
 	return fmt.Sprintf(`roles:
-  planner: {runner: sim}
-  implementer: {runner: exec, exec: {argv: [sh, %q], env: {AGENT_CALL_LOG: %q}, inherit: [PATH]}}
-%sworkspace:
-  repo: %q
-  dir: %q
+  planner: {%[1]srunner: sim}
+  implementer: {%[1]srunner: exec, exec: {argv: [sh, %[2]q], env: {AGENT_CALL_LOG: %[3]q, AGENT_WAIT: %[4]q}, inherit: [PATH]}}
+%[5]sworkspace:
+  repo: %[6]q
+  dir: %[7]q
   push: true
-  push_batch: %d
-  push_delay: %s
-`, r.agent, r.calls, judge, r.remote.dir, dir, o.pushBatch, o.pushDelay)
+  push_batch: %[8]d
+  push_delay: %[9]s
+%[10]s`, cache, r.agent, r.calls, o.agentWait, judge, r.remote.dir, dir, o.pushBatch, o.pushDelay, o.extra)
 }
 
 // startWSWorker runs an in-process worker with its own workspace

@@ -23,15 +23,16 @@ import (
 // opsValues are the bodies the contract-ops phase stores, each of the size
 // of its counterpart in a one-round sim task's data as Drover's encoders
 // make it (taskData): the state after the planner (two events in its
-// outbox), the last state (three), a fully cached task's one state (all
+// outbox), after the implementer (one), the last state (two), a fully
+// cached task's one state (all
 // five), the five audit events and the three cached role results.
 // Measured from a sample task when a phase starts, so they follow the
 // encoders instead of constants that drift from them.
 type opsValues struct {
-	first, final []byte
-	cached       []byte    // a fully cached task's one state: the last, all five events in its outbox
-	events       [5][]byte // taskEvents' bodies, in their order
-	entries      [len(taskRoles)][]byte
+	first, mid, final []byte
+	cached            []byte    // a fully cached task's one state: the last, all five events in its outbox
+	events            [5][]byte // taskEvents' bodies, in their order
+	entries           [len(taskRoles)][]byte
 }
 
 // opsSampleTask is the task whose data sizes contract-ops' values.
@@ -48,12 +49,12 @@ func newOpsValues(m *dataMaker) (opsValues, error) {
 	if err != nil {
 		return opsValues{}, fmt.Errorf("bench: contract-ops sample data: %w", err)
 	}
-	cached, err := cachedState(d.first, d.final)
+	cached, err := cachedState(d.first, d.mid, d.final)
 	if err != nil {
 		return opsValues{}, fmt.Errorf("bench: contract-ops sample data: %w", err)
 	}
-	v := opsValues{first: padded(len(d.first), "state", "running"), final: padded(len(d.final), "state", "completed"),
-		cached: padded(len(cached), "state", "completed")}
+	v := opsValues{first: padded(len(d.first), "state", "running"), mid: padded(len(d.mid), "state", "running"),
+		final: padded(len(d.final), "state", "completed"), cached: padded(len(cached), "state", "completed")}
 	for k, ev := range d.events {
 		v.events[k] = padded(len(ev.Data), "event_type", taskEvents[k].eventType)
 	}
@@ -64,18 +65,20 @@ func newOpsValues(m *dataMaker) (opsValues, error) {
 }
 
 // cachedState is the state a fully cached task writes, its one write: the
-// last state with the first commit's events in its outbox too, since a
-// cached planner result is committed with the round.
-func cachedState(first, final []byte) ([]byte, error) {
-	var a, b subjects.TaskState
-	if err := json.Unmarshal(first, &a); err != nil {
-		return nil, err
+// last state with the earlier commits' events in its outbox too, since
+// cached results are committed with the round.
+func cachedState(states ...[]byte) ([]byte, error) {
+	var last subjects.TaskState
+	var outbox []subjects.OutboxItem
+	for _, raw := range states {
+		last = subjects.TaskState{}
+		if err := json.Unmarshal(raw, &last); err != nil {
+			return nil, err
+		}
+		outbox = append(outbox, last.Outbox...)
 	}
-	if err := json.Unmarshal(final, &b); err != nil {
-		return nil, err
-	}
-	b.Outbox = append(a.Outbox, b.Outbox...)
-	return subjects.MarshalTaskState(&b)
+	last.Outbox = outbox
+	return subjects.MarshalTaskState(&last)
 }
 
 // padded is a JSON object {"<key>":"<value>","pad":"xx..."} of n bytes,
@@ -307,18 +310,25 @@ func (t *opsTask) createWith(value []byte) (uint64, error) {
 	return rev, nil
 }
 
-// update is the last state write, a CAS on the first's revision.
-func (t *opsTask) update(rev uint64) error {
-	final := t.v.final
-	if t.data != nil {
-		final = t.data.final
+// update is a later state write, a CAS on the previous one's revision:
+// the state after the implementer (mid), else the last one.
+func (t *opsTask) update(rev uint64, mid bool) (uint64, error) {
+	value := t.v.final
+	switch {
+	case mid && t.data != nil:
+		value = t.data.mid
+	case mid:
+		value = t.v.mid
+	case t.data != nil:
+		value = t.data.final
 	}
 	start := time.Now()
-	if _, err := t.r.direct[0].Update(t.ctx, t.key, final, rev); err != nil {
-		return fmt.Errorf("state update %s: %w", t.key, err)
+	rev, err := t.r.direct[0].Update(t.ctx, t.key, value, rev)
+	if err != nil {
+		return 0, fmt.Errorf("state update %s: %w", t.key, err)
 	}
 	t.r.ops.since("state update (CAS)", start)
-	return nil
+	return rev, nil
 }
 
 // publish publishes one audit event fenced on the task's last audit
@@ -398,11 +408,12 @@ func (t *opsTask) send(msg *nats.Msg, id string) error {
 	return nil
 }
 
-// flushFirst publishes the first commit's events (task accepted, planner
-// decision) in the background, while the next roles run.
-func (t *opsTask) flushFirst() <-chan error {
+// flushAhead publishes a commit's events, taskEvents[from:to], in the
+// background while the next role runs: the first commit's (task
+// accepted, planner decision), then the implementer's.
+func (t *opsTask) flushAhead(from, to int) <-chan error {
 	flushed := make(chan error, 1)
-	go func() { flushed <- t.publishAll(0, 2) }()
+	go func() { flushed <- t.publishAll(from, to) }()
 	return flushed
 }
 
@@ -415,7 +426,8 @@ var opsPrev = strings.Repeat("0", 64)
 type auditEvent struct{ actor, eventType string }
 
 // taskEvents are a one-round task's five events in their order: the first
-// commit's two, then the last commit's three, the terminal one last.
+// commit's two, the implementer's commit's one, then the last commit's
+// two, the terminal one last.
 var taskEvents = []auditEvent{
 	{"system", string(subjects.EventTaskAccepted)},
 	{"planner", string(subjects.EventPlannerDecision)},
@@ -436,13 +448,14 @@ func (t *opsTask) publishAll(from, to int) error {
 }
 
 // flushLast publishes the last commit's events; the terminal one is last.
-func (t *opsTask) flushLast() error { return t.publishAll(2, len(taskEvents)) }
+func (t *opsTask) flushLast() error { return t.publishAll(3, len(taskEvents)) }
 
 // overlapped makes a cold one-round task's operations (a state read, none
 // yet; per role a cache lookup, a miss, and an asynchronous cache put; the
-// first state write, planner done, with two fenced audit events; the last
-// state write, round done, with three), overlapping what the contract lets
-// a worker overlap, and waits only where it needs an answer:
+// first state write, planner done, with two fenced audit events; the
+// second, implementer done, with one, written before the judge starts; the
+// last, round done, with two), overlapping what the contract lets a worker
+// overlap, and waits only where it needs an answer:
 //   - the claim read runs together with the planner's cache lookup (a
 //     duplicate is still refused before the planner's runner starts);
 //   - the last state write is sent while the first commit's events are in
@@ -471,14 +484,30 @@ func (t *opsTask) overlapped() error {
 	if err := t.settle(planned); err != nil {
 		return err
 	}
-	flushed := t.flushFirst()
+	flushed := t.flushAhead(0, 2)
 	changed, err := t.lookup(1)
-	var judged put
 	if err == nil {
-		judged, err = t.lookup(2)
+		// The implementer that ran is recorded before the judge starts:
+		// its state write waits for the first commit's events.
+		err = <-flushed
+		flushed = nil
 	}
 	if err == nil {
-		err = t.update(rev)
+		rev, err = t.update(rev, true)
+	}
+	if err == nil {
+		err = t.settle(changed)
+	}
+	if err != nil {
+		if flushed != nil {
+			<-flushed
+		}
+		return err
+	}
+	flushed = t.flushAhead(2, 3)
+	judged, err := t.lookup(2)
+	if err == nil {
+		_, err = t.update(rev, false)
 	}
 	if ferr := <-flushed; err == nil {
 		err = ferr
@@ -486,7 +515,7 @@ func (t *opsTask) overlapped() error {
 	if err != nil {
 		return err
 	}
-	if err := t.settle(changed, judged); err != nil {
+	if err := t.settle(judged); err != nil {
 		return err
 	}
 	return t.flushLast()

@@ -48,13 +48,13 @@ func TestRawPhasesOverlapped(t *testing.T) {
 		{"floor", runFloor, 3,
 			map[string]float64{"kv get": 1, "kv put": 1, "ack": 1},
 			map[string]float64{"audit publish (async)": 1}},
-		{"contract-ops", runOps, 11,
+		{"contract-ops", runOps, 12,
 			map[string]float64{"state get (claim read)": 1, "cache get (miss)": 3, "state create (CAS)": 1,
-				"state update (CAS)": 1, "audit publish (fenced)": 5, "ack": 1},
+				"state update (CAS)": 2, "audit publish (fenced)": 5, "ack": 1},
 			map[string]float64{"cache put (async)": 3}},
-		{"minimal worker", runMinimal, 11,
+		{"minimal worker", runMinimal, 12,
 			map[string]float64{"state get (claim read)": 1, "cache get (miss)": 3, "state create (CAS)": 1,
-				"state update (CAS)": 1, "audit publish (fenced)": 5, "ack": 1},
+				"state update (CAS)": 2, "audit publish (fenced)": 5, "ack": 1},
 			map[string]float64{"cache put (async)": 3}},
 	}
 	for _, tc := range cases {

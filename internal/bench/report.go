@@ -16,7 +16,7 @@ const (
 	TargetRatioPct = 20.0
 	// MaxWritesPerTask bounds the stored writes of a cold one-round task,
 	// the request excluded.
-	MaxWritesPerTask = 10.0
+	MaxWritesPerTask = 11.0
 	// TargetRoleGapP99 and TargetSubmitToStart are the targets of the
 	// latency phase on an idle worker at the server's default sync.
 	TargetRoleGapP99    = 5 * time.Millisecond

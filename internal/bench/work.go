@@ -38,6 +38,7 @@ type taskData struct {
 	keys         [3]string    // their cache keys
 	events       [5]*nats.Msg // taskEvents' messages, Drover-Prev set
 	first, final []byte       // the state after the planner, the last one
+	mid          []byte       // the state after the implementer
 }
 
 // taskRoles are the roles of a one-round task in their order.
@@ -149,6 +150,11 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 			outbox = nil
 		case subjects.RoleImplementer:
 			change = res.Output
+			st.Stage, st.Outbox = string(subjects.RoleJudge), outbox
+			if d.mid, err = subjects.MarshalTaskState(&st); err != nil {
+				return nil, err
+			}
+			outbox = nil
 		case subjects.RoleJudge:
 			verdict = res.Output
 		}

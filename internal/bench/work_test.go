@@ -75,7 +75,7 @@ func TestTaskDataIsATasksRecord(t *testing.T) {
 		value  []byte
 		state  string
 		events []int
-	}{{d.first, subjects.StateRunning, []int{0, 1}}, {d.final, subjects.StateCompleted, []int{2, 3, 4}}} {
+	}{{d.first, subjects.StateRunning, []int{0, 1}}, {d.mid, subjects.StateRunning, []int{2}}, {d.final, subjects.StateCompleted, []int{3, 4}}} {
 		var st subjects.TaskState
 		require.NoError(t, json.Unmarshal(tc.value, &st))
 		require.Equal(t, tc.state, st.State)

@@ -25,7 +25,7 @@ type Writes struct {
 	Request uint64         `json:"request"` // the task stream's share: the requests themselves
 	Streams []StreamWrites `json:"streams"`
 	// PerTask includes the request; PerTaskExcl leaves it out and is what
-	// the pipeline's "ten stored writes" counts.
+	// the pipeline's "eleven stored writes" counts.
 	PerTask     float64 `json:"per_task"`
 	PerTaskExcl float64 `json:"per_task_excluding_request"`
 }

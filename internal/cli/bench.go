@@ -41,7 +41,7 @@ per-task path (consume, one KV get and put, one audit publish, ack, with the
 same pool size) and prints Drover's throughput as a share of it, with the
 stored writes per task, per stream. Another phase, contract-ops, performs the
 JetStream operations Drover performs for each task (the state read, a cache
-lookup and put per role, two state writes, five fenced audit events with the
+lookup and put per role, three state writes, five fenced audit events with the
 contract's headers, the ack), with the sizes Drover's encoders make and cache
 keys of the contract's shape (<role>.<64 hex digits>, spread as a sha256's
 are), fed the requests a producer publishes, but none of Drover's own work:
@@ -49,7 +49,7 @@ how much of the gap to the floor is Drover's code and how much the contract's
 operations. The minimal worker is overlapped contract-ops with each task's
 data made for real, by Drover's own encoders and sim but none of its pipeline
 (the requests decoded strictly, the three roles' results, cache keys and
-entries, the five events with their headers and hash-chain links, the two
+entries, the five events with their headers and hash-chain links, the three
 states with their outboxes): Drover's ratio to it is what the pipeline costs,
 its ratio to contract-ops what the data costs.
 

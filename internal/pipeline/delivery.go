@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/droverhq/drover/subjects"
@@ -115,6 +116,16 @@ func IsParked(state string) bool { return parkedState.MatchString(state) }
 // what the round finished.
 func (p *Pipeline) deliverApproved(ctx context.Context, t *taskRun, a approved, items []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
 	round := a.attempt
+	if (t.ws != nil && t.change != nil) || p.d.Deliverer != nil {
+		// The delivery has side effects: the verdict and the head it
+		// delivers are recorded first, so a crash from here on runs no
+		// role again, and a redelivery's push is leased on the heads
+		// recorded.
+		if err := p.recordDelivery(ctx, t, items, keep); err != nil {
+			return p.errOutcome(t, err)
+		}
+		items, keep, a.retryItems, a.retryKeep = nil, nil, nil, nil
+	}
 	pushed, err := p.pushWorkspace(ctx, t)
 	switch {
 	case errors.Is(err, ErrPushRejected):
@@ -124,8 +135,22 @@ func (p *Pipeline) deliverApproved(ctx context.Context, t *taskRun, a approved, 
 		// recorded; the next delivery decides again.
 		return p.roleFailed(ctx, t, subjects.RoleJudge, round, err, 0, a.retryItems, a.retryKeep)
 	}
+	markPushed := func(s *subjects.TaskState) {
+		if pushed != nil && pushed.Pushed && s.Workspace != nil {
+			w := *s.Workspace
+			w.Pushed = true
+			s.Workspace = &w
+		}
+	}
 	var dres DeliveryResult
 	if p.d.Deliverer != nil {
+		if pushed != nil && pushed.Pushed && t.st.Workspace != nil && !t.st.Workspace.Pushed {
+			// The push is a step done: a redelivery goes straight to the
+			// Deliverer, which finds what it made before.
+			if err := p.commitAhead(ctx, t, markPushed); err != nil {
+				return p.errOutcome(t, err)
+			}
+		}
 		dr := DeliveryRequest{Workflow: t.req.Workflow, Task: t.req.ID, Queue: t.d.Queue, Request: t.req,
 			Attempt: round, Plan: t.plan, Change: a.change, Verdict: a.verdict, Review: a.review, Workspace: pushed}
 		dres, err = p.d.Deliverer.Deliver(ctx, dr)
@@ -163,13 +188,6 @@ func (p *Pipeline) deliverApproved(ctx context.Context, t *taskRun, a approved, 
 	result, err := p.shrink(ctx, raw)
 	if err != nil {
 		return p.nakOutcome(p.taskLog(t, ""), t.d, err)
-	}
-	markPushed := func(s *subjects.TaskState) {
-		if pushed != nil && pushed.Pushed && s.Workspace != nil {
-			w := *s.Workspace
-			w.Pushed = true
-			s.Workspace = &w
-		}
 	}
 	if dres.Park != "" {
 		return p.parkFor(ctx, t, dres.Park, items, func(s *subjects.TaskState) {
@@ -256,9 +274,11 @@ func (p *Pipeline) parkFor(ctx context.Context, t *taskRun, st string, items []s
 	return Outcome{Action: Ack}
 }
 
-// deliverStage delivers a task approved while parked (by a person): the
-// worktree is rebuilt from the pinned base and the recorded change, then
-// the branch is pushed and delivered.
+// deliverStage delivers an approved task whose verdict is recorded: one
+// approved while parked (by a person), or one whose delivery a crash or a
+// retry cut short. The worktree is rebuilt from the pinned base and the
+// recorded change, then the branch is pushed (leased on the heads recorded
+// before) and delivered; a push recorded as done is not made again.
 func (p *Pipeline) deliverStage(ctx context.Context, t *taskRun) Outcome {
 	plan, err := p.output(ctx, t, subjects.RolePlanner, t.plan)
 	if err != nil {
@@ -275,9 +295,50 @@ func (p *Pipeline) deliverStage(ctx context.Context, t *taskRun) Outcome {
 			return p.nakOutcome(p.taskLog(t, ""), t.d, err)
 		}
 	}
-	if err := p.openWorkspace(ctx, t); err != nil {
-		return p.roleFailed(ctx, t, subjects.RoleJudge, t.st.Attempt, err, 0, nil, nil)
+	if w := t.st.Workspace; w == nil || !w.Pushed || w.Head() == "" {
+		// Not pushed yet: the worktree is rebuilt to push its head (a
+		// head recorded as pushed is delivered as it is).
+		if err := p.openWorkspace(ctx, t); err != nil {
+			return p.roleFailed(ctx, t, subjects.RoleJudge, t.st.Attempt, roleErr(subjects.RoleJudge, err), 0, nil, nil)
+		}
 	}
 	a := approved{attempt: t.st.Attempt, change: change, verdict: verdict, review: t.review()}
 	return p.deliverApproved(ctx, t, a, nil, nil)
+}
+
+// recordDelivery commits, before a delivery's side effects, what the
+// round has not committed yet (the verdict) with the stage deliver and,
+// in a workspace, the head to deliver appended to the recorded heads.
+// Nothing is written when all of it is recorded already.
+func (p *Pipeline) recordDelivery(ctx context.Context, t *taskRun, items []subjects.OutboxItem, keep func(*subjects.TaskState)) error {
+	head := ""
+	if t.ws != nil && t.change != nil {
+		h, err := t.ws.Head(ctx)
+		if err != nil {
+			return fmt.Errorf("workspace: head: %w", err)
+		}
+		head = h
+	}
+	if len(items) == 0 && keep == nil && t.st.Stage == StageDeliver && head == t.st.Workspace.Head() {
+		return nil
+	}
+	return p.commitAhead(ctx, t, func(s *subjects.TaskState) {
+		if keep != nil {
+			keep(s)
+		}
+		s.Stage = StageDeliver
+		if head == "" {
+			return
+		}
+		w := s.Workspace
+		if w == nil {
+			w = t.pinned()
+		}
+		c := *w
+		if c.Head() != head {
+			c.Heads = append(slices.Clip(c.Heads), head)
+			c.Pushed = false
+		}
+		s.Workspace = &c
+	}, items...)
 }

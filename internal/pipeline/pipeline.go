@@ -7,9 +7,12 @@
 // sequence. A worker that loses either check has lost its claim: it writes
 // nothing more and leaves the message alone (Abandon).
 //
-// A round (implementer, then judge) is committed once, after the verdict; a
-// crash between the two roles costs nothing, because the implementer's result
-// is in the cache. This keeps a cold one-round task at ten stored writes.
+// Each role that ran is recorded as it returns, before the next role starts:
+// its event (with its change, for an implementer) and the task's state. A
+// crash at any instant after a role returned never runs it again, whatever
+// the cache setting; the cache only saves runner calls. A role answered by
+// the cache cost nothing, so its record may ride on the next write: a fully
+// cached task still makes one state write.
 package pipeline
 
 import (

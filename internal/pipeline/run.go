@@ -102,8 +102,12 @@ func (p *Pipeline) deferPlan(t *taskRun, rr roleResult) bool {
 	return rr.cached && t.rev == 0 && p.d.Workspaces == nil
 }
 
-// roundStage runs one implementer+judge round (or its judge half) and
-// commits it once, after the verdict.
+// roundStage runs one implementer+judge round (or its judge half). An
+// implementer that ran (a runner call was paid for) is recorded before the
+// judge starts: its event, with its change, and the task's state at the
+// judge's stage, so a crash at any instant after it returned never runs it
+// again, whether or not its result is cached. A cached implementer costs
+// nothing to run again, so its event rides on the verdict's write.
 func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	round := t.st.Attempt
 	plan, err := p.output(ctx, t, subjects.RolePlanner, t.plan)
@@ -112,13 +116,13 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	}
 	t.plan = plan // read once per delivery, not once per round
 	if err := p.openWorkspace(ctx, t); err != nil {
-		return p.roleFailed(ctx, t, subjects.Role(t.st.Stage), round, err, 0, nil, nil), true
+		role := subjects.Role(t.st.Stage)
+		return p.roleFailed(ctx, t, role, round, roleErr(role, err), 0, nil, nil), true
 	}
 	var (
 		change  json.RawMessage
-		implKey string
 		pending []subjects.OutboxItem
-		record  *subjects.WorkspaceAttempt // the attempt's recorded change, in a workspace
+		keep    func(*subjects.TaskState) // what the round has not committed yet
 	)
 	if subjects.Role(t.st.Stage) == subjects.RoleImplementer {
 		req := runner.Request{Role: subjects.RoleImplementer, Task: t.req, Attempt: round, Plan: plan, Feedback: t.st.Feedback}
@@ -127,35 +131,24 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		if err != nil {
 			return p.roleFailed(ctx, t, subjects.RoleImplementer, round, err, rr.dur, nil, nil), true
 		}
-		change, implKey = rr.res.Output, rr.key
+		change = rr.res.Output
 		pending = append(pending, p.roleEvent(t, rr))
-		if t.ws != nil {
-			rec := t.attemptRecord(round)
-			record = &rec
-		}
-	} else {
-		implKey = t.st.Outputs[subjects.RoleImplementer]
-		if change, err = p.output(ctx, t, subjects.RoleImplementer, nil); err != nil {
-			return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
-		}
-	}
-	keepChange := func(s *subjects.TaskState) {
-		s.Stage = string(subjects.RoleJudge)
-		s.Outputs[subjects.RoleImplementer] = implKey
-		if record != nil {
-			w := s.Workspace
-			if w == nil {
-				w = t.pinned()
+		keep = t.keepChange(round, rr.key)
+		if !rr.cached {
+			if err := p.commitAhead(ctx, t, keep, pending...); err != nil {
+				return p.errOutcome(t, err), true
 			}
-			s.Workspace = withAttempt(w, *record)
+			pending, keep = nil, nil
 		}
+	} else if change, err = p.output(ctx, t, subjects.RoleImplementer, nil); err != nil {
+		return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
 	}
-	if out, stop := p.gate(ctx, t, pending, keepChange); stop {
+	if out, stop := p.gate(ctx, t, pending, keep); stop {
 		return out, true
 	}
 	if p.reviewMode(t) == subjects.ReviewInstead {
 		// A person is the judge: the judge role does not run.
-		return p.requestReview(ctx, t, round, nil, pending, keepChange), true
+		return p.requestReview(ctx, t, round, nil, pending, keep), true
 	}
 	jreq := runner.Request{Role: subjects.RoleJudge, Task: t.req, Attempt: round, Plan: plan, Change: change}
 	t.judgeWorkspace(&jreq)
@@ -164,11 +157,13 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		err = fmt.Errorf("judge: verdict %q is neither %q nor %q", rr.res.Action, subjects.VerdictApprove, subjects.VerdictReject)
 	}
 	if err != nil {
-		return p.roleFailed(ctx, t, subjects.RoleJudge, round, err, rr.dur, pending, keepChange), true
+		return p.roleFailed(ctx, t, subjects.RoleJudge, round, err, rr.dur, pending, keep), true
 	}
 	items := append(pending, p.roleEvent(t, rr))
 	setOutputs := func(s *subjects.TaskState) {
-		keepChange(s)
+		if keep != nil {
+			keep(s)
+		}
 		s.Outputs[subjects.RoleJudge] = rr.key
 	}
 	switch {
@@ -176,7 +171,7 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		return p.requestReview(ctx, t, round, rr.stored, items, setOutputs), true
 	case rr.res.Action == subjects.VerdictApprove:
 		return p.deliverApproved(ctx, t, approved{attempt: round, change: change, verdict: rr.res.Output,
-			retryItems: pending, retryKeep: keepChange}, items, setOutputs), true
+			retryItems: pending, retryKeep: keep}, items, setOutputs), true
 	case round >= t.req.MaxAttempts:
 		p.learn(ctx, t, subjects.RoleJudge, round, "rejected", fmt.Sprintf("the judge rejected attempt %d, the last allowed", round), rr.res.Reasoning, subjects.EventJudgeVerdict)
 		return p.fail(ctx, t, round, subjects.ReasonMaxAttempts,
@@ -192,6 +187,34 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		p.learn(ctx, t, subjects.RoleJudge, round, "rejected", fmt.Sprintf("the judge rejected attempt %d", round), rr.res.Reasoning, subjects.EventJudgeVerdict)
 		return Outcome{}, false
 	}
+}
+
+// keepChange records an implementer result in the state: the judge's
+// stage next, the result's cache key and, in a workspace, the attempt's
+// recorded change.
+func (t *taskRun) keepChange(round int, implKey string) func(*subjects.TaskState) {
+	var record *subjects.WorkspaceAttempt
+	if t.ws != nil {
+		rec := t.attemptRecord(round)
+		record = &rec
+	}
+	return func(s *subjects.TaskState) {
+		s.Stage = string(subjects.RoleJudge)
+		s.Outputs[subjects.RoleImplementer] = implKey
+		if record != nil {
+			w := s.Workspace
+			if w == nil {
+				w = t.pinned()
+			}
+			s.Workspace = withAttempt(w, *record)
+		}
+	}
+}
+
+// roleErr names the role an error of its setup belongs to, as the
+// contract's error texts start: "implementer: workspace: ...".
+func roleErr(role subjects.Role, err error) error {
+	return fmt.Errorf("%s: %w", role, err)
 }
 
 // role runs one role through the cache, in its own span: a hit costs no

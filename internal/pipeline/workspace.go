@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -15,8 +16,8 @@ import (
 // changes.
 //
 // Errors that no retry can fix (a change over the size bound, a branch
-// that exists with other history) wrap runner.ErrPermanent, so the task
-// fails with role_failed; any other error is retried like a role error.
+// that exists with other history) are marked Permanent, so the task fails
+// with role_failed; any other error is retried like a role error.
 type Workspaces interface {
 	// ResolveBase fetches the repository and resolves the base ref to a
 	// commit.
@@ -32,10 +33,13 @@ type Workspaces interface {
 	// with the replayed patch applied.
 	Open(ctx context.Context, s WorkspaceSpec) (Workspace, error)
 	// Push pushes an approved head; pushed is false when pushing is not
-	// configured. It returns when the ref is pushed, refused (an error
-	// wrapping ErrPushRejected) or ctx is done; a remote that is down is
-	// retried meanwhile.
-	Push(ctx context.Context, branch, head string) (pushed bool, err error)
+	// configured. leases are heads Drover recorded for the branch before
+	// (pushed, maybe, by a delivery that crashed): the remote's branch is
+	// replaced when it holds one of them, and refused when it holds
+	// anything else that head does not descend from. It returns when the
+	// ref is pushed, refused (an error wrapping ErrPushRejected) or ctx is
+	// done; a remote that is down is retried meanwhile.
+	Push(ctx context.Context, branch, head string, leases ...string) (pushed bool, err error)
 }
 
 // WorkspaceSpec says which worktree to open.
@@ -103,3 +107,16 @@ var (
 
 // releaseTimeout bounds releasing a worktree after the task's delivery.
 const releaseTimeout = 30 * time.Second
+
+// Permanent marks err as one that no retry can fix: it matches
+// runner.ErrPermanent, and its text is err's alone. The pipeline puts the
+// role's name first ("implementer: workspace: ..."), as the contract's
+// error texts read; "permanent role error" is an internal phrase.
+func Permanent(err error) error { return permanentError{err} }
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+
+// Unwrap returns runner.ErrPermanent and the cause.
+func (e permanentError) Unwrap() []error { return []error{runner.ErrPermanent, e.err} }

@@ -38,7 +38,8 @@ func TestBoundPatch(t *testing.T) {
 }
 
 // withAttempt records an attempt, replacing a record of it and of any
-// later attempt (a round run again), and never changes its input.
+// later attempt (a round run again), clears pushed, keeps the delivered
+// heads, and never changes its input.
 func TestWithAttempt(t *testing.T) {
 	t.Parallel()
 	a := func(n int) subjects.WorkspaceAttempt {
@@ -57,12 +58,16 @@ func TestWithAttempt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			in := &subjects.TaskWorkspace{Branch: "b", Base: "base", Attempts: tc.have}
+			delivered := []string{strings.Repeat("f", 40)}
+			in := &subjects.TaskWorkspace{Branch: "b", Base: "base", Attempts: tc.have, Heads: delivered, Pushed: true}
 			before := len(in.Attempts)
 			out := withAttempt(in, tc.rec)
 			require.Equal(t, tc.want, out.Attempts)
 			require.Equal(t, "b", out.Branch)
+			require.Equal(t, delivered, out.Heads, "the heads delivered before stay, as leases")
+			require.False(t, out.Pushed, "the new attempt's head is not pushed")
 			require.Len(t, in.Attempts, before, "the input is not changed")
+			require.True(t, in.Pushed, "the input is not changed")
 		})
 	}
 }

@@ -215,7 +215,7 @@ func (p *Pipeline) keepWork(ctx context.Context, t *taskRun, attempt int, res *r
 			err = p.applyChange(ctx, t, attempt, res, ch)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: the recorded change of attempt %d: %w", runner.ErrPermanent, attempt, err)
+			return Permanent(fmt.Errorf("the recorded change of attempt %d: %w", attempt, err))
 		}
 		return nil
 	}
@@ -254,9 +254,12 @@ func (t *taskRun) attemptRecord(attempt int) subjects.WorkspaceAttempt {
 }
 
 // withAttempt returns a copy of w with rec as its record of rec.Attempt
-// (replacing a record of the same attempt and any later one).
+// (replacing a record of the same attempt and any later one). The new
+// attempt's head is not pushed yet: the heads delivered before stay, as
+// the leases of its push.
 func withAttempt(w *subjects.TaskWorkspace, rec subjects.WorkspaceAttempt) *subjects.TaskWorkspace {
 	c := *w
+	c.Pushed = false
 	c.Attempts = nil
 	for _, a := range w.Attempts {
 		if a.Attempt < rec.Attempt {
@@ -366,8 +369,14 @@ func boundPatch(patch []byte, limit int) (string, string) {
 }
 
 // pushWorkspace pushes the approved head when pushing is configured, and
-// returns the task result's workspace part.
+// returns the task result's workspace part. The push is leased on the
+// heads recorded before this one (a delivery that crashed may have pushed
+// its own commit of the same change). A head recorded as pushed, with no
+// worktree rebuilt for it, is not pushed again.
 func (p *Pipeline) pushWorkspace(ctx context.Context, t *taskRun) (*subjects.WorkspaceResult, error) {
+	if w := t.st.Workspace; t.ws == nil && w != nil && w.Pushed && w.Head() != "" {
+		return &subjects.WorkspaceResult{Branch: w.Branch, Base: w.Base, Head: w.Head(), Pushed: true}, nil
+	}
 	if t.ws == nil || t.change == nil {
 		return nil, nil
 	}
@@ -376,8 +385,16 @@ func (p *Pipeline) pushWorkspace(ctx context.Context, t *taskRun) (*subjects.Wor
 	if err != nil {
 		return nil, fmt.Errorf("workspace: head: %w", err)
 	}
+	var leases []string
+	if w := t.st.Workspace; w != nil {
+		for _, h := range w.Heads {
+			if h != head {
+				leases = append(leases, h)
+			}
+		}
+	}
 	res := &subjects.WorkspaceResult{Branch: pin.Branch, Base: pin.Base, Head: head}
-	if res.Pushed, err = p.d.Workspaces.Push(ctx, pin.Branch, head); err != nil {
+	if res.Pushed, err = p.d.Workspaces.Push(ctx, pin.Branch, head, leases...); err != nil {
 		return res, fmt.Errorf("workspace: push %s: %w", pin.Branch, err)
 	}
 	return res, nil

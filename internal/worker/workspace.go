@@ -7,7 +7,6 @@ import (
 
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/redact"
-	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
@@ -81,7 +80,7 @@ func workspaceErr(err error) error {
 		return nil
 	case errors.Is(err, workspace.ErrChangeTooLarge), errors.Is(err, workspace.ErrBranchExists),
 		errors.Is(err, subjects.ErrInvalidBranch):
-		return fmt.Errorf("%w: %w", runner.ErrPermanent, err)
+		return pipeline.Permanent(err)
 	case errors.Is(err, workspace.ErrPatchDoesNotApply):
 		return fmt.Errorf("%w: %w", pipeline.ErrPatchDoesNotApply, err)
 	case errors.Is(err, workspace.ErrPushRejected):
@@ -116,11 +115,11 @@ func (a *workspaces) Open(ctx context.Context, s pipeline.WorkspaceSpec) (pipeli
 	return &openWorkspace{w: w, a: a}, nil
 }
 
-func (a *workspaces) Push(ctx context.Context, branch, head string) (bool, error) {
+func (a *workspaces) Push(ctx context.Context, branch, head string, leases ...string) (bool, error) {
 	if !a.push {
 		return false, nil
 	}
-	if err := a.m.Push(ctx, branch, head); err != nil {
+	if err := a.m.PushLease(ctx, branch, head, leases...); err != nil {
 		return false, a.errOf(err)
 	}
 	return true, nil

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +33,10 @@ func TestWorkspaceHostileAgents(t *testing.T) {
 		reason  subjects.Reason
 		retried bool
 		errText string
-		check   func(t *testing.T, b *wsBundle, a *agent)
+		// errPrefix: how the error starts (the contract: the role, then
+		// "workspace:"), when set.
+		errPrefix string
+		check     func(t *testing.T, b *wsBundle, a *agent)
 	}{
 		{
 			name: "removed worktree, then a good try",
@@ -51,7 +55,7 @@ func TestWorkspaceHostileAgents(t *testing.T) {
 			edit: func(t *testing.T, req runner.Request) {
 				require.NoError(t, os.WriteFile(filepath.Join(req.Workspace.Dir, "blob.bin"), randomBytes(t, 256<<10), 0o644))
 			},
-			want: subjects.EventTaskFailed, reason: subjects.ReasonRoleFailed, errText: "too large",
+			want: subjects.EventTaskFailed, reason: subjects.ReasonRoleFailed, errText: "too large", errPrefix: "implementer: workspace: ",
 		},
 		{
 			name: "setup fails",
@@ -77,6 +81,7 @@ func TestWorkspaceHostileAgents(t *testing.T) {
 			},
 			edit: editTask,
 			want: subjects.EventTaskFailed, reason: subjects.ReasonRoleFailed, errText: "exists",
+			errPrefix: "implementer: workspace: open drover/wf-hostile/T1: ",
 		},
 		{
 			name: "changes nothing",
@@ -113,6 +118,8 @@ func TestWorkspaceHostileAgents(t *testing.T) {
 			require.Equal(t, string(tc.reason), map[bool]string{true: term["T1"].Action, false: ""}[tc.reason != ""])
 			if tc.want == subjects.EventTaskFailed {
 				require.Contains(t, term["T1"].Error, tc.errText)
+				require.True(t, strings.HasPrefix(term["T1"].Error, tc.errPrefix), "the error starts with %q: %s", tc.errPrefix, term["T1"].Error)
+				require.NotContains(t, term["T1"].Error, "permanent role error", "an internal phrase")
 			}
 			retried := b.events(t, "wf-hostile", "T1", subjects.EventTaskRetried)
 			if tc.retried {

@@ -23,8 +23,18 @@ const (
 // when the remote refuses it, ctx's error when ctx ends first. A remote that
 // cannot be reached is retried with backoff for as long as ctx lives. Pushes
 // are batched: up to PushBatch refspecs per git push, waiting up to PushDelay
-// for more to join. Pushes are never forced.
+// for more to join. Pushes are never forced blindly (see PushLease).
 func (m *Manager) Push(ctx context.Context, branch, head string) error {
+	return m.PushLease(ctx, branch, head)
+}
+
+// PushLease is Push for a branch Drover may have pushed for this task
+// before (a redelivery after a crash): leases are the heads Drover recorded
+// for it, oldest first, and the branch is updated if the remote holds
+// exactly one of them, fast-forward or not (tried from the newest); a
+// branch the remote does not have is pushed as by Push. A branch someone
+// else moved is refused, as by Push.
+func (m *Manager) PushLease(ctx context.Context, branch, head string, leases ...string) error {
 	if err := subjects.ValidBranch(branch); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
@@ -34,7 +44,16 @@ func (m *Manager) Push(ctx context.Context, branch, head string) error {
 	if err := m.refuseProtected(branch); err != nil {
 		return err
 	}
-	r := &pushReq{ctx: ctx, branch: branch, head: head, done: make(chan error, 1)}
+	var lease []string
+	for _, l := range leases {
+		if !IsSHA(l) {
+			return fmt.Errorf("workspace: lease %.80q is not a commit id", l)
+		}
+		if l != head {
+			lease = append(lease, l)
+		}
+	}
+	r := &pushReq{ctx: ctx, branch: branch, head: head, lease: lease, done: make(chan error, 1)}
 	if err := m.pusher.enqueue(r); err != nil {
 		return err
 	}
@@ -49,7 +68,8 @@ func (m *Manager) Push(ctx context.Context, branch, head string) error {
 type pushReq struct {
 	ctx          context.Context
 	branch, head string
-	solo         bool // push alone: its batch was refused as a whole
+	lease        []string // the remote values the update may be leased on, the last tried first
+	solo         bool     // push alone: its batch was refused as a whole
 	done         chan error
 }
 
@@ -219,7 +239,13 @@ func (p *pusher) takeBatch(pending []*pushReq) (batch, rest []*pushReq) {
 // solo.
 func (p *pusher) push(ctx context.Context, batch []*pushReq) (retry []*pushReq) {
 	m := p.m
-	args := []string{"--git-dir", m.mirror, "push", "--porcelain", "--no-verify", "--end-of-options", m.cfg.PushRemote}
+	args := []string{"--git-dir", m.mirror, "push", "--porcelain", "--no-verify"}
+	for _, r := range batch {
+		if n := len(r.lease); n > 0 { // that ref alone; the others stay fast-forward only
+			args = append(args, "--force-with-lease=refs/heads/"+r.branch+":"+r.lease[n-1])
+		}
+	}
+	args = append(args, "--end-of-options", m.cfg.PushRemote)
 	for _, r := range batch {
 		args = append(args, r.head+":refs/heads/"+r.branch)
 	}
@@ -237,6 +263,12 @@ func (p *pusher) push(ctx context.Context, batch []*pushReq) (retry []*pushReq) 
 			r.done <- nil
 		case len(batch) > 1 && !r.solo && batchWide(st.summary):
 			r.solo = true
+			retry = append(retry, r)
+		case len(r.lease) > 0 && strings.Contains(st.summary, "stale info"):
+			// The remote does not hold the leased head: an older one, or
+			// none (the earlier push never landed), or someone else's,
+			// which the plain push at the end refuses.
+			r.lease, r.solo = r.lease[:len(r.lease)-1], true
 			retry = append(retry, r)
 		default:
 			r.done <- fmt.Errorf("%w: %s: %s", ErrPushRejected, r.branch, st.summary)

@@ -2,7 +2,8 @@
 # ws_agent.sh: a scripted coding agent for the workspace tests
 # (tests/workspace_test.go), run by the exec runner as the implementer in
 # the task's worktree. It reads Drover's request (JSON) on stdin, appends
-# "<task> <attempt>" to $AGENT_CALL_LOG (calls are counted there), and edits
+# "<task> <attempt>" to $AGENT_CALL_LOG (calls are counted there), waits
+# until the file $AGENT_WAIT names exists when it names one, and edits
 # the worktree as the task ID's prefix says:
 #   edit-*    writes tasks/<task>.txt and appends a line to shared.txt
 #   commit-*  the same, then commits it itself (git add -A; git commit)
@@ -25,6 +26,12 @@ if [ "$(pwd -P)" != "$(cd "$DROVER_WORKSPACE" && pwd -P)" ]; then
 	exit 4
 fi
 echo "$task $attempt" >>"$AGENT_CALL_LOG"
+if [ -n "${AGENT_WAIT:-}" ]; then
+	# the test kills the worker meanwhile
+	while [ ! -e "$AGENT_WAIT" ]; do
+		sleep 0.05
+	done
+fi
 edit() {
 	mkdir -p tasks
 	if [ "$attempt" -gt 1 ]; then
