@@ -50,7 +50,7 @@ func (p *Pipeline) admit(ctx context.Context, req runner.Request) error {
 	}
 	err := p.d.Ledger.Admit(ctx, req)
 	if errors.Is(err, ledger.ErrTaskBudget) {
-		return fmt.Errorf("%s: not started: %w: %w", req.Role, runner.ErrPermanent, err)
+		return runner.Permanentf("%s: not started: %w", req.Role, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: not started: %w", req.Role, err)

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 
 	"github.com/droverhq/drover/internal/redact"
@@ -41,7 +40,7 @@ var droverTrailer = regexp.MustCompile(`(?im)^[ \t]*(drover-[a-z0-9-]+)[ \t]*:`)
 // the remote never get it.
 func (p *Pipeline) scanChange(d WorkspaceDiff) error {
 	if m := droverTrailer.FindStringSubmatch(d.Log); m != nil {
-		return fmt.Errorf("%w: %w: %s", runner.ErrPermanent, ErrDroverTrailer, subjects.HeaderSafe(p.d.Secrets.String(m[1]), 64))
+		return runner.Permanentf("%w: %s", ErrDroverTrailer, subjects.HeaderSafe(p.d.Secrets.String(m[1]), 64))
 	}
 	f, ok := p.d.Secrets.ScanPatch(d.Patch)
 	if !ok && d.Log != "" {
@@ -52,6 +51,6 @@ func (p *Pipeline) scanChange(d WorkspaceDiff) error {
 	if !ok {
 		return nil
 	}
-	return fmt.Errorf("%w: %w (%s, %s) in %s", runner.ErrPermanent, ErrSecretInChange,
+	return runner.Permanentf("%w (%s, %s) in %s", ErrSecretInChange,
 		subjects.HeaderSafe(f.Name, 128), f.Form, subjects.HeaderSafe(f.File, 256))
 }

@@ -112,11 +112,4 @@ const releaseTimeout = 30 * time.Second
 // runner.ErrPermanent, and its text is err's alone. The pipeline puts the
 // role's name first ("implementer: workspace: ..."), as the contract's
 // error texts read; "permanent role error" is an internal phrase.
-func Permanent(err error) error { return permanentError{err} }
-
-type permanentError struct{ err error }
-
-func (e permanentError) Error() string { return e.err.Error() }
-
-// Unwrap returns runner.ErrPermanent and the cause.
-func (e permanentError) Unwrap() []error { return []error{runner.ErrPermanent, e.err} }
+func Permanent(err error) error { return runner.Permanent(err) }

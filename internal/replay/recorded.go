@@ -80,7 +80,7 @@ func (r *Recorded) Run(_ context.Context, req runner.Request) (runner.Result, er
 func (r *Recorded) lookup(req runner.Request) (runner.Result, error) {
 	t := r.rec.Tasks[req.Task.ID]
 	if t == nil {
-		return runner.Result{}, fmt.Errorf("%w: %w: task %s is not in the record of %s", runner.ErrPermanent, ErrDiverged, req.Task.ID, r.rec.Workflow)
+		return runner.Result{}, runner.Permanentf("%w: task %s is not in the record of %s", ErrDiverged, req.Task.ID, r.rec.Workflow)
 	}
 	step := Step{Role: req.Role, Attempt: req.Attempt}
 	if req.Role == subjects.RolePlanner {
@@ -91,7 +91,7 @@ func (r *Recorded) lookup(req runner.Request) (runner.Result, error) {
 		return runner.Result{}, r.missing(t, req)
 	}
 	if err := r.checkInputs(t, req, out); err != nil {
-		return runner.Result{}, fmt.Errorf("%w: %w: task %s, %s of round %d: %v", runner.ErrPermanent, ErrDiverged, req.Task.ID, req.Role, req.Attempt, err)
+		return runner.Result{}, runner.Permanentf("%w: task %s, %s of round %d: %v", ErrDiverged, req.Task.ID, req.Role, req.Attempt, err)
 	}
 	meta := map[string]any{"recorded_from": r.rec.Workflow}
 	if req.Role == subjects.RoleImplementer && req.Workspace != nil {
@@ -125,12 +125,12 @@ func (r *Recorded) missing(t *Task, req runner.Request) error {
 	if o.Type == subjects.EventTaskFailed && failedStep(t) == (Step{Role: req.Role, Attempt: req.Attempt}) {
 		switch subjects.Reason(o.Reason) {
 		case subjects.ReasonRoleFailed:
-			return fmt.Errorf("%w: %w: %s", runner.ErrPermanent, errRecordedFailure, o.Error)
+			return runner.Permanentf("%w: %s", errRecordedFailure, o.Error)
 		case subjects.ReasonMaxDeliveries:
 			return fmt.Errorf("%w: %s", errRecordedFailure, o.Error)
 		}
 	}
-	return fmt.Errorf("%w: %w: task %s has no recorded %s output for round %d in %s", runner.ErrPermanent, ErrDiverged, req.Task.ID, req.Role, req.Attempt, r.rec.Workflow)
+	return runner.Permanentf("%w: task %s has no recorded %s output for round %d in %s", ErrDiverged, req.Task.ID, req.Role, req.Attempt, r.rec.Workflow)
 }
 
 // failedStep is the step a failed task stopped at: the first of its last

@@ -79,11 +79,11 @@ func TestAgentPresetErrors(t *testing.T) {
 		permanent bool
 	}{
 		{"claude refused key, exit 0", AgentClaudeCode, map[string]string{"AGENT_OUT": abs("claude_auth_error.jsonl")},
-			"permanent role error: agent reported an error: Invalid API key · Fix external API key", true},
+			"agent reported an error: Invalid API key · Fix external API key", true},
 		{"claude refused key, exit 1", AgentClaudeCode, map[string]string{"AGENT_OUT": abs("claude_auth_error.jsonl"), "AGENT_EXIT": "1"},
-			"permanent role error: exit status 1: Invalid API key · Fix external API key", true},
+			"exit status 1: Invalid API key · Fix external API key", true},
 		{"codex refused key", AgentCodex, map[string]string{"AGENT_OUT": abs("codex_auth_error.jsonl"), "AGENT_EXIT": "1"},
-			"permanent role error: exit status 1: unexpected status 401 Unauthorized: invalid api key, url: http://127.0.0.1:8080/v1/responses", true},
+			"exit status 1: unexpected status 401 Unauthorized: invalid api key, url: http://127.0.0.1:8080/v1/responses", true},
 		{"plain text printed on a failure", AgentClaudeCode, map[string]string{"AGENT_TEXT": "Invalid API key \x1b[2J· Fix external API key", "AGENT_EXIT": "1"},
 			"agent.sh: exit status 1: Invalid API key  [2J· Fix external API key", false},
 		{"no final result", AgentCodex, map[string]string{"AGENT_TEXT": `{"type":"turn.started"}`},

@@ -94,7 +94,7 @@ func (e *Exec) agentResult(ctx context.Context, out []byte, exitErr error, stder
 			err = exitErr
 		}
 		if rep.Permanent {
-			err = fmt.Errorf("%w: %w", ErrPermanent, err)
+			err = Permanentf("%w", err)
 		}
 		if msg != "" {
 			return Result{}, fmt.Errorf("exec %s: %w: %s%s", name, err, msg, stderr)

@@ -23,11 +23,11 @@ import (
 func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	name := e.cfg.Argv[0]
 	if req.Role != e.role {
-		return Result{}, fmt.Errorf("%w: exec %s: runner for %s got a %s request", ErrPermanent, name, e.role, req.Role)
+		return Result{}, Permanentf("exec %s: runner for %s got a %s request", name, e.role, req.Role)
 	}
 	text, err := e.prompts.Render(e.role, promptData(req))
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: exec %s: %v", ErrPermanent, name, err)
+		return Result{}, Permanentf("exec %s: %v", name, err)
 	}
 	stdin, err := e.stdin(req, text)
 	if err != nil {
@@ -46,7 +46,7 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	var box *boxPaths
 	if e.cfg.NoNetwork && e.cfg.Sandbox == nil {
-		return Result{}, fmt.Errorf("%w: exec %s: network: false needs the bubblewrap sandbox, and this runner has none", ErrPermanent, name)
+		return Result{}, Permanentf("exec %s: network: false needs the bubblewrap sandbox, and this runner has none", name)
 	}
 	if e.cfg.Sandbox != nil {
 		if box, err = e.boxPaths(req.Workspace, e.promptToFile(text)); err != nil {
@@ -59,7 +59,7 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		err = fmt.Errorf("%s is not visible in the sandbox: add its directory to sandbox.read_only", path)
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: exec %s: %v", ErrPermanent, name, err)
+		return Result{}, Permanentf("exec %s: %v", name, err)
 	}
 	promptDir := ""
 	if box != nil {
@@ -92,7 +92,7 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			err = fmt.Errorf("%w: %v", ErrPermanent, err)
+			err = Permanentf("%v", err)
 		}
 		return Result{}, fmt.Errorf("exec %s: start: %w", name, err)
 	}

@@ -91,11 +91,11 @@ type failure struct {
 // "model", "id" (each cut to 256 bytes), "usage" and "retries".
 func (o *OpenAI) Run(ctx context.Context, req Request) (Result, error) {
 	if req.Role != o.role {
-		return Result{}, o.errorf("%w: runner for %s got a %q request", ErrPermanent, o.role, req.Role)
+		return Result{}, Permanent(o.errorf("runner for %s got a %q request", o.role, req.Role))
 	}
 	key, keySet := o.apiKey()
 	if key != "" && o.insecure {
-		return Result{}, o.errorf("%w: %w", ErrPermanent, ErrInsecureHTTP)
+		return Result{}, Permanent(o.errorf("%w", ErrInsecureHTTP))
 	}
 	format := o.cfg.JSONMode == JSONModeOn || (o.cfg.JSONMode == JSONModeAuto && !o.noFormat.Load())
 	body, err := o.requestBody(req, format)
@@ -130,7 +130,7 @@ func (o *OpenAI) apiKey() (key string, set bool) {
 func (o *OpenAI) requestBody(req Request, format bool) ([]byte, error) {
 	text, err := o.prompts.Render(o.role, promptData(req))
 	if err != nil {
-		return nil, o.errorf("%w: render prompt: %v", ErrPermanent, err)
+		return nil, Permanent(o.errorf("render prompt: %v", err))
 	}
 	msgs := make([]chatMessage, 0, 2)
 	if o.cfg.System != "" {
@@ -143,7 +143,7 @@ func (o *OpenAI) requestBody(req Request, format bool) ([]byte, error) {
 	}
 	b, err := json.Marshal(cr)
 	if err != nil {
-		return nil, o.errorf("%w: encode request: %v", ErrPermanent, err)
+		return nil, Permanent(o.errorf("encode request: %v", err))
 	}
 	return b, nil
 }
@@ -178,7 +178,7 @@ func (o *OpenAI) attempt(ctx context.Context, body []byte, key string, keySet bo
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, o.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return nil, &failure{err: fmt.Errorf("%w: build request: %v", ErrPermanent, err)}
+		return nil, &failure{err: Permanentf("build request: %v", err)}
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")

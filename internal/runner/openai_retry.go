@@ -40,7 +40,7 @@ func (o *OpenAI) statusFailure(resp *http.Response, body string, keySet, keySent
 	case code == http.StatusNotFound:
 		hint = ": check base_url and model"
 	}
-	return &failure{err: fmt.Errorf("%w: HTTP %s%s: %s", ErrPermanent, resp.Status, hint, body)}
+	return &failure{err: Permanentf("HTTP %s%s: %s", resp.Status, hint, body)}
 }
 
 // backoff is the wait before retry n (from 1): RetryBase doubled n-1

@@ -55,7 +55,7 @@ func ParseOutput(ctx context.Context, role subjects.Role, out []byte) (Result, e
 	case subjects.RoleJudge:
 		return parseVerdict(ctx, text)
 	}
-	return Result{}, fmt.Errorf("%w: unknown role %q", ErrPermanent, role)
+	return Result{}, Permanentf("unknown role %q", role)
 }
 
 func parsePlan(ctx context.Context, text []byte) (Result, error) {

@@ -49,7 +49,7 @@ func TestWithRedactError(t *testing.T) {
 		return Result{Output: json.RawMessage(`{}`)}, fmt.Errorf("%w: exec x: exit status 1: token=%s", ErrPermanent, testSecret)
 	}}
 	_, err := Chain(inner, WithRedact(redact.New(testSecret))).Run(context.Background(), Request{})
-	require.EqualError(t, err, "permanent role error: exec x: exit status 1: token=[REDACTED]")
+	require.EqualError(t, err, "exec x: exit status 1: token=[REDACTED]")
 	require.ErrorIs(t, err, ErrPermanent, "errors.Is still works")
 }
 

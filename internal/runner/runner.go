@@ -10,15 +10,31 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/subjects"
 )
 
 // ErrPermanent marks a role error that no retry can fix. The task fails at
-// once with reason role_failed instead of being retried. Wrap it:
-// fmt.Errorf("%w: bad config", runner.ErrPermanent).
+// once with reason role_failed instead of being retried. Mark an error
+// with Permanent or Permanentf, which keep its text as it is: the phrase
+// is internal and never reaches the record.
 var ErrPermanent = errors.New("permanent role error")
+
+// Permanent marks err as one that no retry can fix: it matches
+// ErrPermanent and the causes err wraps, and its text is err's alone.
+func Permanent(err error) error { return permanentError{err} }
+
+// Permanentf is Permanent(fmt.Errorf(format, a...)).
+func Permanentf(format string, a ...any) error { return Permanent(fmt.Errorf(format, a...)) }
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+
+// Unwrap returns ErrPermanent and the cause.
+func (e permanentError) Unwrap() []error { return []error{ErrPermanent, e.err} }
 
 // ErrTimeout is returned when a role exceeds its timeout.
 var ErrTimeout = errors.New("role timed out")

@@ -66,7 +66,7 @@ func (s *Sim) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	ctl, err := subjects.SimControlsOf(req.Task.Metadata)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrPermanent, err)
+		return Result{}, Permanentf("%v", err)
 	}
 	if ms := ctl.LatencyMS[req.Role]; ms > 0 {
 		if err := backoff.Sleep(ctx, time.Duration(ms)*time.Millisecond); err != nil {

@@ -89,7 +89,7 @@ func simOutput(req Request, ctl subjects.SimControls) (Result, error) {
 		}
 		out, action, reasoning = v, v.Verdict, v.Feedback
 	default:
-		return Result{}, fmt.Errorf("%w: sim: unknown role %q", ErrPermanent, req.Role)
+		return Result{}, Permanentf("sim: unknown role %q", req.Role)
 	}
 	return Result{Output: out.appendJSON(make([]byte, 0, simOutputCap)), Action: action, Reasoning: reasoning}, nil
 }
