@@ -46,7 +46,7 @@ func TestWithRedactResult(t *testing.T) {
 func TestWithRedactError(t *testing.T) {
 	t.Parallel()
 	inner := Func{ID: "x", F: func(context.Context, Request) (Result, error) {
-		return Result{Output: json.RawMessage(`{}`)}, fmt.Errorf("%w: exec x: exit status 1: token=%s", ErrPermanent, testSecret)
+		return Result{Output: json.RawMessage(`{}`)}, Permanentf("exec x: exit status 1: token=%s", testSecret)
 	}}
 	_, err := Chain(inner, WithRedact(redact.New(testSecret))).Run(context.Background(), Request{})
 	require.EqualError(t, err, "exec x: exit status 1: token=[REDACTED]")
