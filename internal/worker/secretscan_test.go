@@ -50,7 +50,7 @@ func TestWorkspaceSecretInChangeFails(t *testing.T) {
 	scan := pipeline.ErrSecretInChange.Error() + " "
 	leaky := map[string]string{"plain-1": scan + "(HOSTILE_TOKEN, plain) in leak.env", "b64-1": scan + "(HOSTILE_TOKEN, base64) in notes/blob.txt",
 		"hex-1": scan + "(HOSTILE_TOKEN, hex) in dump.hex", "msg-1": scan + "(HOSTILE_TOKEN, plain) in a commit message",
-		"trailer-1": pipeline.ErrDroverTrailer.Error() + ": Drover-Merge-Head"}
+		"trailer-1": `has a "Drover-Merge-Head:" line in its message; Drover- trailers are Drover's alone`}
 	var reqs []subjects.TaskRequest
 	for id := range leaky {
 		reqs = append(reqs, subjects.TaskRequest{ID: id, Scope: "s"})

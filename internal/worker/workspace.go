@@ -79,6 +79,7 @@ func workspaceErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, workspace.ErrChangeTooLarge), errors.Is(err, workspace.ErrBranchExists),
+		errors.Is(err, workspace.ErrChangeRefused),
 		errors.Is(err, subjects.ErrInvalidBranch):
 		return pipeline.Permanent(err)
 	case errors.Is(err, workspace.ErrPatchDoesNotApply):

@@ -38,6 +38,7 @@ func TestWorkspaceErrMapping(t *testing.T) {
 		{workspace.ErrPushRejected, refused},
 		{workspace.ErrSetupFailed, retried},
 		{workspace.ErrWorkspaceBroken, retried},
+		{workspace.ErrChangeRefused, permanent},
 		{workspace.ErrBranchBusy, retried},
 		{errors.New("git fetch: connection refused"), retried},
 	} {

@@ -1,6 +1,9 @@
 package workspace
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrPatchDoesNotApply is returned by Apply (and Open, for a Replay) when
@@ -34,3 +37,20 @@ var (
 	// ErrInvalidConfig is wrapped by every Validate error.
 	ErrInvalidConfig = errors.New("invalid workspace config")
 )
+
+// ErrChangeRefused is matched by the error of a change Drover refuses to
+// record whatever the attempt: a nested repository, a path git never
+// writes, an agent's commit with a Drover- trailer line. It also matches
+// ErrWorkspaceBroken; a worker fails the task at once instead of paying
+// for the agent again.
+var ErrChangeRefused = errors.New("workspace: change refused")
+
+type refusedError struct{ msg string }
+
+func (e refusedError) Error() string { return "change refused: " + e.msg }
+
+func (e refusedError) Is(target error) bool {
+	return target == ErrChangeRefused || target == ErrWorkspaceBroken
+}
+
+func refused(format string, a ...any) error { return refusedError{fmt.Sprintf(format, a...)} }

@@ -149,7 +149,7 @@ func (m *Manager) checkRaw(ctx context.Context, args ...string) error {
 		}
 		for _, c := range strings.Split(path, "/") {
 			if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
-				return fmt.Errorf("%w: a tree holds the path %.200q, which git never writes", ErrWorkspaceBroken, path)
+				return refused("a tree holds the path %.200q, which git never writes", path)
 			}
 		}
 	}
@@ -157,7 +157,7 @@ func (m *Manager) checkRaw(ctx context.Context, args ...string) error {
 }
 
 func gitlinkError(path string) error {
-	return fmt.Errorf("%w: %.200q is a nested git repository (a gitlink the base does not have); Drover records files, not repositories", ErrWorkspaceBroken, path)
+	return refused("%.200q is a nested git repository (a gitlink the base does not have); Drover records files, not repositories", path)
 }
 
 // droverLine is a Drover- trailer line: a line an agent's own commit
@@ -179,8 +179,8 @@ func (m *Manager) checkAgentCommits(ctx context.Context, from, to string) error 
 	for _, rec := range bytes.Split(out, []byte{0}) {
 		sha, msg, _ := bytes.Cut(rec, []byte{'\n'})
 		if loc := droverLine.FindIndex(msg); loc != nil {
-			return fmt.Errorf("%w: the agent's commit %.12s has a %.80q line in its message; Drover- trailers are Drover's alone",
-				ErrWorkspaceBroken, sha, strings.TrimSpace(string(msg[loc[0]:loc[1]])))
+			return refused("the agent's commit %.12s has a %.80q line in its message; Drover- trailers are Drover's alone",
+				sha, strings.TrimSpace(string(msg[loc[0]:loc[1]])))
 		}
 	}
 	// Each of the agent's commits goes to the remote with the branch: none
