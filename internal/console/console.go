@@ -182,6 +182,9 @@ func (s *Server) register() {
 	s.handle("GET "+s.base+"/reviews", s.page(s.reviewsPage))
 	s.handle("POST "+s.base+"/reviews/{wf}/{task}/{decision}", s.page(s.reviewAction))
 	s.handle("GET "+s.base+"/events", http.HandlerFunc(s.events))
+	s.handle("GET "+s.base+"/new", s.page(s.newPage))
+	s.handle("POST "+s.base+"/new/task", s.page(s.createTask))
+	s.handle("POST "+s.base+"/new/board", s.page(s.submitBoard))
 }
 
 // Run keeps the watches open and the hub flushing until ctx ends. It
@@ -220,7 +223,8 @@ func (s *Server) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(4)
+	wg.Add(5)
+	go func() { defer wg.Done(); s.loadNotes(ctx) }()
 	go func() {
 		defer wg.Done()
 		// A watch that ends (its connection's trouble) starts again and
@@ -286,6 +290,7 @@ func (s *Server) followAudit(ctx context.Context, cons jetstream.Consumer) {
 		}
 		row := rowOf(audit.Record{Seq: md.Sequence.Stream, Time: md.Timestamp, Data: msg.Data()})
 		s.hub.pushAudit(row.Seq, row.item())
+		s.noteEvent(md.Sequence.Stream, msg.Subject(), msg.Data())
 		s.fleet.event(row.Type)
 	}
 }
