@@ -70,12 +70,17 @@ type Config struct {
 	// EventWriteTimeout bounds each write of an event stream (default
 	// 10s); a browser that does not read within it is dropped.
 	EventWriteTimeout time.Duration
+	// AdmissionWait bounds how long creating a task waits for a worker to
+	// accept or refuse it (default 5s); past it the page says the task is
+	// queued.
+	AdmissionWait time.Duration
 }
 
 // Defaults of Config.
 const (
 	DefaultMaxEventStreams   = 64
 	DefaultEventWriteTimeout = 10 * time.Second
+	DefaultAdmissionWait     = 5 * time.Second
 )
 
 // Server serves the console. Run feeds it; Handler serves it.
@@ -101,6 +106,7 @@ type Server struct {
 	sseWait time.Duration
 	stopped chan struct{}
 	denied  *denials
+	admWait time.Duration
 }
 
 // New returns a console; it serves once Run has loaded the state bucket.
@@ -123,6 +129,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EventWriteTimeout <= 0 {
 		cfg.EventWriteTimeout = DefaultEventWriteTimeout
 	}
+	if cfg.AdmissionWait <= 0 {
+		cfg.AdmissionWait = DefaultAdmissionWait
+	}
 	var hosts []hostRule
 	for _, v := range cfg.AllowedHosts {
 		h, err := parseAllowedHost(v)
@@ -133,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{nc: cfg.NC, js: cfg.JS, names: cfg.Names, auth: cfg.Auth, hosts: hosts, base: cfg.Base, log: cfg.Log,
 		ctlWait: cfg.ControlTimeout, mirror: newMirror(), hub: newHub(), fleet: newFleet(), stopped: make(chan struct{}), denied: newDenials(),
-		streams: make(chan struct{}, cfg.MaxEventStreams), sseWait: cfg.EventWriteTimeout}
+		streams: make(chan struct{}, cfg.MaxEventStreams), sseWait: cfg.EventWriteTimeout, admWait: cfg.AdmissionWait}
 	s.denied.watch(cfg.NC)
 	if _, err := rand.Read(s.key[:]); err != nil {
 		return nil, err

@@ -23,10 +23,6 @@ import (
 // board.
 const maxCreateForm = 1 << 20
 
-// admissionWait bounds how long a create waits for a worker to accept or
-// refuse the new task before it answers that the task is queued.
-const admissionWait = 5 * time.Second
-
 // taskFields are the fields of the New task form, in the order of a
 // producer's request.
 var taskFields = []string{"workflow", "id", "scope", "verification", "type", "branch", "review"}
@@ -122,7 +118,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if rej != nil {
 		return s.renderNew(w, r, http.StatusUnprocessableEntity, form, "Invalid task: "+rej.Msg, nil)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), readTimeout+admissionWait)
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout+s.admWait)
 	defer cancel()
 	after, err := producer.AuditLastSeq(ctx, s.js, s.names)
 	if err != nil {
@@ -139,7 +135,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, taskURL, http.StatusSeeOther)
 		return nil
 	}
-	ev, err := s.firstEvent(ctx, s.names.AuditTaskFilter(req.Workflow, req.ID), after, admissionWait)
+	ev, err := s.firstEvent(ctx, s.names.AuditTaskFilter(req.Workflow, req.ID), after, s.admWait)
 	switch {
 	case err == nil && ev.EventType == subjects.EventTaskRejected:
 		return s.renderNew(w, r, http.StatusUnprocessableEntity, form,
