@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/console"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -213,4 +215,47 @@ func TestSubmitBoard(t *testing.T) {
 	require.Equal(t, "Add a health endpoint", reqs[0].Scope)
 	require.Equal(t, "GET /livez is 200", reqs[0].Verification)
 	require.JSONEq(t, `{"file": "sprint-1.md"}`, string(reqs[0].Metadata["board"]))
+}
+
+// publishEvent writes an audit event as a worker would.
+func (f *fixture) publishEvent(wf, task string, et subjects.EventType, actor subjects.Actor, input, md string) {
+	f.t.Helper()
+	ev := subjects.AuditEvent{EventID: wf + "/" + task + "/" + string(et), EventType: et, WorkflowID: wf, TaskID: task, Actor: actor,
+		Timestamp: time.Now(), Status: subjects.StatusSuccess, Input: json.RawMessage(input), Metadata: json.RawMessage(md)}
+	ev.Normalize()
+	b, err := json.Marshal(ev)
+	require.NoError(f.t, err)
+	_, err = f.js.Publish(context.Background(), names.AuditSubject(wf, task, actor, et), b)
+	require.NoError(f.t, err)
+}
+
+// A card shows the scope's first line and the agent, escaped, whether the
+// console read their events live or at its start.
+func TestCardsShowTitleAndAgent(t *testing.T) {
+	f := newFixture(t, console.Auth{})
+	f.putTask("wf-cards", "T1", subjects.StateRunning, "judge")
+	f.publishEvent("wf-cards", "T1", subjects.EventTaskAccepted, subjects.ActorSystem,
+		`{"id": "T1", "workflow": "wf-cards", "scope": "<b>Fix</b> the race\nin the pool"}`, "")
+	f.publishEvent("wf-cards", "T1", subjects.EventImplementerChange, subjects.Actor(subjects.RoleImplementer), "", `{"agent": "claude-code", "cost_usd": 0.01}`)
+	want := []string{`<span class="title">&lt;b&gt;Fix&lt;/b&gt; the race</span>`, `<span class="agent">claude-code</span>`}
+	shows := func(url string) bool {
+		resp, err := http.Get(url + "/workflows/wf-cards")
+		if err != nil {
+			return false
+		}
+		body := readBody(t, resp)
+		return strings.Contains(body, want[0]) && strings.Contains(body, want[1])
+	}
+	require.Eventually(t, func() bool { return shows(f.srv.URL) }, 10*time.Second, 20*time.Millisecond, "read live")
+
+	// A console started after the events reads them from the stream.
+	later, err := console.New(console.Config{NC: f.nc, JS: f.js, Names: names, Log: natstest.Quiet()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = later.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	srv := httptest.NewServer(later.Handler())
+	t.Cleanup(srv.Close)
+	require.Eventually(t, func() bool { return shows(srv.URL) }, 10*time.Second, 20*time.Millisecond, "read at start")
 }
