@@ -237,7 +237,7 @@ func TestCardsShowTitleAndAgent(t *testing.T) {
 	f.publishEvent("wf-cards", "T1", subjects.EventTaskAccepted, subjects.ActorSystem,
 		`{"id": "T1", "workflow": "wf-cards", "scope": "<b>Fix</b> the race\nin the pool"}`, "")
 	f.publishEvent("wf-cards", "T1", subjects.EventImplementerChange, subjects.Actor(subjects.RoleImplementer), "", `{"agent": "claude-code", "cost_usd": 0.01}`)
-	want := []string{`<span class="title">&lt;b&gt;Fix&lt;/b&gt; the race</span>`, `<span class="agent">claude-code</span>`}
+	want := []string{`class="title" title="&lt;b&gt;Fix&lt;/b&gt; the race">&lt;b&gt;Fix&lt;/b&gt; the race</span>`, `<span class="agent">claude-code</span>`}
 	shows := func(url string) bool {
 		resp, err := http.Get(url + "/workflows/wf-cards")
 		if err != nil {
