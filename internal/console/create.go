@@ -72,7 +72,11 @@ func taskBody(r *http.Request) (map[string]string, []byte) {
 	body := map[string]string{}
 	for _, k := range append(taskFields, "queue") {
 		v := r.PostFormValue(k)
-		if k != "scope" && k != "verification" {
+		if k == "scope" || k == "verification" {
+			// A browser sends a textarea's lines ended by CRLF: the
+			// request carries them as the CLI would, with LF.
+			v = strings.ReplaceAll(v, "\r\n", "\n")
+		} else {
 			v = strings.TrimSpace(v)
 		}
 		form[k] = v

@@ -66,7 +66,7 @@ func readBody(t *testing.T, resp *http.Response) string {
 func TestCreateTask(t *testing.T) {
 	f, c, token := newCreateFixture(t)
 	origin := f.srv.URL
-	form := url.Values{"workflow": {"wf-new"}, "id": {"T1"}, "scope": {"Add /livez\nIt answers 200."},
+	form := url.Values{"workflow": {"wf-new"}, "id": {"T1"}, "scope": {"Add /livez\r\nIt answers 200."},
 		"verification": {"GET /livez is 200"}, "type": {"feature"}, "branch": {"feat/livez"}, "review": {subjects.ReviewAfterJudge}}
 	with := func(kv ...string) url.Values {
 		v := url.Values{}
