@@ -27,7 +27,7 @@
         if (col) {
           if (!card && d.page === "0" && col.children.length < cap) {
             card = el("a", "card"); card.dataset.task = m.t; card.href = taskURL(m.w, m.t);
-            card.appendChild(el("span", "id", m.t)); card.appendChild(el("span", "title")); card.appendChild(el("span", "meta"));
+            card.appendChild(el("span", "id", m.t)); card.appendChild(el("span", "meta"));
           }
           if (card) {
             fillCard(card, m);
@@ -48,7 +48,8 @@
   // time, all as text.
   function fillCard(card, m) {
     var title = card.querySelector(".title");
-    if (title && m.ti !== undefined) title.textContent = m.ti || "";
+    if (!title && m.ti) { title = el("span", "title"); card.insertBefore(title, card.querySelector(".meta")); }
+    if (title) { title.textContent = m.ti || ""; title.title = m.ti || ""; }
     var meta = card.querySelector(".meta");
     if (!meta) return;
     meta.textContent = "";
