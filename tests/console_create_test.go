@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -46,6 +47,18 @@ func TestConsoleCreate(t *testing.T) {
 		ui.shot("board-created")
 		ui.open("/workflows")
 		ui.poll(`document.querySelector('tr[data-wf="wf-ui"] [data-x="state"]').textContent === "finished"`)
+	})
+
+	t.Run("a running card's elapsed time counts on", func(t *testing.T) {
+		ui.t = t
+		after := b.submit(withSim(task("wf-tick", "S1"), `{"latency_ms": {"implementer": 4000}}`))
+		waitState(t, b, "wf-tick", "S1")
+		ui.openListed("/workflows/wf-tick")
+		ui.poll(`document.querySelector('.card[data-task="S1"][data-run]') !== null`)
+		first := evalJS[string](ui, `document.querySelector('.card[data-task="S1"] .el').textContent`)
+		ui.poll(fmt.Sprintf(`document.querySelector('.card[data-task="S1"] .el').textContent !== %q`, first))
+		b.waitTerminal("wf-tick", after, 1)
+		ui.poll(`document.getElementById("wfstate").textContent === "finished" && document.querySelector('.card[data-task="S1"][data-run]') === null`)
 	})
 
 	t.Run("a create without the CSRF token is refused", func(t *testing.T) {

@@ -220,6 +220,15 @@ func (m *mirror) takePending(t *Task) {
 	}
 }
 
+// Running is the elapsed time of a task that runs, in milliseconds, for
+// the page to count on from; 0 for a task that ended or has not started.
+func (t *Task) Running(now time.Time) int64 {
+	if t.Started.IsZero() || subjects.TerminalState(t.State) {
+		return 0
+	}
+	return t.Elapsed(now).Milliseconds()
+}
+
 // Elapsed is how long the task has run: to its last update once it ended,
 // to now while it runs; zero before a worker started it.
 func (t *Task) Elapsed(now time.Time) time.Duration {

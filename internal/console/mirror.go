@@ -239,7 +239,7 @@ func (w *Workflow) item() map[string]any {
 func (t *Task) item(w *Workflow) map[string]any {
 	return map[string]any{"k": "t", "w": w.ID, "t": t.ID, "col": t.Col, "s": t.State, "g": t.Stage, "a": t.Attempt,
 		"c": copyCounts(w.Cols), "n": w.Total, "o": w.Open(), "ws": w.State, "d": displayState(w.State, w.Total, w.Open()),
-		"ti": t.Title, "ag": t.Agent, "el": fmtDuration(t.Elapsed(time.Now()))}
+		"ti": t.Title, "ag": t.Agent, "el": fmtDuration(t.Elapsed(time.Now())), "rn": t.Running(time.Now())}
 }
 
 func copyCounts(m map[string]int) map[string]int {

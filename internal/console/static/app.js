@@ -56,7 +56,28 @@
     if (m.s === "paused") { meta.appendChild(el("span", "pill s-paused", "paused")); meta.appendChild(document.createTextNode(" ")); }
     if (m.ag) { meta.appendChild(el("span", "agent", m.ag)); meta.appendChild(document.createTextNode(" ")); }
     var dim = el("span", "dim", "#" + m.a + " "); dim.appendChild(el("span", "el", m.el || "")); meta.appendChild(dim);
+    if (m.rn) { card.dataset.run = String(m.rn); card.dataset.at = String(Date.now()); }
+    else { delete card.dataset.run; delete card.dataset.at; }
   }
+  // A running task's elapsed time counts on, from the server's figure at
+  // render (or push) plus the time since on this clock.
+  function fmtDur(ms) {
+    if (!(ms > 0)) return "\u2013";
+    if (ms < 1000) return Math.floor(ms) + "ms";
+    var s = ms / 1000;
+    if (s < 60) return s.toFixed(1) + "s";
+    var mi = Math.floor(s / 60), pad = function (n) { return (n < 10 ? "0" : "") + n; };
+    if (mi < 60) return mi + "m" + pad(Math.floor(s) % 60) + "s";
+    return Math.floor(mi / 60) + "h" + pad(mi % 60) + "m";
+  }
+  var loadedAt = Date.now();
+  if (view === "board") setInterval(function () {
+    var now = Date.now();
+    document.querySelectorAll(".card[data-run]").forEach(function (card) {
+      var e = card.querySelector(".el"); if (!e) return;
+      e.textContent = fmtDur(parseInt(card.dataset.run, 10) + now - parseInt(card.dataset.at || String(loadedAt), 10));
+    });
+  }, 1000);
   // A workflow's shown state (finished when its tasks all ended) changes
   // in place; a change of its real state (paused, cancelled) reloads the
   // page for its buttons.
