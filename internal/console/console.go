@@ -14,8 +14,9 @@
 // request whose Host the console does not serve is refused before any
 // route sees it (host.go), so a page whose DNS name is rebound to the
 // console's address gets nothing. The actions (pause, resume, cancel,
-// redrive) are POSTs of the console's own origin with a CSRF token,
-// confirmed on a page of their own for cancel and redrive.
+// redrive, and creating a task or submitting a board: create.go) are
+// POSTs of the console's own origin with a CSRF token, confirmed on a
+// page of their own for cancel and redrive.
 package console
 
 import (
