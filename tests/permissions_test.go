@@ -382,10 +382,18 @@ func TestConsolePermissionProfile(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, code, page)
 	require.Contains(t, page, "NATS user may not decide reviews")
 	require.Contains(t, page, "drover.ctl.review.perm-con.F1")
+	newTask := url.Values{"workflow": {"perm-new"}, "id": {"N1"}, "scope": {"created in the console"}}
+	code, page = ro.post(t, "/new/task", newTask)
+	require.Equal(t, http.StatusForbidden, code, page)
+	require.Contains(t, page, "NATS user may not create tasks")
+	require.Contains(t, page, "drover.tasks.default")
 
-	// As console: redrive, pause, resume, cancel.
+	// As console: create a task (the worker accepts it), redrive, pause,
+	// resume, cancel.
 	con := s.connect(t, "console")
 	rw := startPermConsole(t, con)
+	code, page = rw.post(t, "/new/task", newTask)
+	require.Equal(t, http.StatusSeeOther, code, page)
 	code, page = rw.post(t, redrive, yes)
 	require.Equal(t, http.StatusOK, code, page)
 	require.Contains(t, page, "perm-con-redrive-1")
@@ -435,7 +443,7 @@ func TestConsolePermissionProfile(t *testing.T) {
 	auditIntact(t, inv.js, before)
 
 	want := []string{"investigator drover.ctl.workflow.perm-con.pause", "investigator drover.audit.perm-con.F1.human.task_redriven",
-		"investigator drover.ctl.review.perm-con.F1",
+		"investigator drover.ctl.review.perm-con.F1", "investigator drover.tasks.default",
 		"console drover.audit.perm-con.F1.system.task_completed", "console drover.audit.perm-con.F1.judge.task_redriven",
 		"console drover.dlq.default", "console drover.ctl.workflow.perm-con.purge",
 		"console $KV.drover_state.perm-con.F1", "console $KV.drover_cache.perm-con.F1",
@@ -502,7 +510,11 @@ func (pc *permConsole) post(t *testing.T, path string, form url.Values) (int, st
 		form = url.Values{}
 	}
 	form.Set("csrf", pc.csrf)
-	resp, err := pc.c.PostForm(pc.url+path, form)
+	req, err := http.NewRequest(http.MethodPost, pc.url+path, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", pc.url) // a browser's form sends its origin
+	resp, err := pc.c.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

@@ -14,8 +14,9 @@
 // request whose Host the console does not serve is refused before any
 // route sees it (host.go), so a page whose DNS name is rebound to the
 // console's address gets nothing. The actions (pause, resume, cancel,
-// redrive) are POSTs of the console's own origin with a CSRF token,
-// confirmed on a page of their own for cancel and redrive.
+// redrive, and creating a task or submitting a board: create.go) are
+// POSTs of the console's own origin with a CSRF token, confirmed on a
+// page of their own for cancel and redrive.
 package console
 
 import (
@@ -70,12 +71,17 @@ type Config struct {
 	// EventWriteTimeout bounds each write of an event stream (default
 	// 10s); a browser that does not read within it is dropped.
 	EventWriteTimeout time.Duration
+	// AdmissionWait bounds how long creating a task waits for a worker to
+	// accept or refuse it (default 5s); past it the page says the task is
+	// queued.
+	AdmissionWait time.Duration
 }
 
 // Defaults of Config.
 const (
 	DefaultMaxEventStreams   = 64
 	DefaultEventWriteTimeout = 10 * time.Second
+	DefaultAdmissionWait     = 5 * time.Second
 )
 
 // Server serves the console. Run feeds it; Handler serves it.
@@ -101,6 +107,7 @@ type Server struct {
 	sseWait time.Duration
 	stopped chan struct{}
 	denied  *denials
+	admWait time.Duration
 }
 
 // New returns a console; it serves once Run has loaded the state bucket.
@@ -123,6 +130,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EventWriteTimeout <= 0 {
 		cfg.EventWriteTimeout = DefaultEventWriteTimeout
 	}
+	if cfg.AdmissionWait <= 0 {
+		cfg.AdmissionWait = DefaultAdmissionWait
+	}
 	var hosts []hostRule
 	for _, v := range cfg.AllowedHosts {
 		h, err := parseAllowedHost(v)
@@ -133,7 +143,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{nc: cfg.NC, js: cfg.JS, names: cfg.Names, auth: cfg.Auth, hosts: hosts, base: cfg.Base, log: cfg.Log,
 		ctlWait: cfg.ControlTimeout, mirror: newMirror(), hub: newHub(), fleet: newFleet(), stopped: make(chan struct{}), denied: newDenials(),
-		streams: make(chan struct{}, cfg.MaxEventStreams), sseWait: cfg.EventWriteTimeout}
+		streams: make(chan struct{}, cfg.MaxEventStreams), sseWait: cfg.EventWriteTimeout, admWait: cfg.AdmissionWait}
 	s.denied.watch(cfg.NC)
 	if _, err := rand.Read(s.key[:]); err != nil {
 		return nil, err
@@ -182,6 +192,9 @@ func (s *Server) register() {
 	s.handle("GET "+s.base+"/reviews", s.page(s.reviewsPage))
 	s.handle("POST "+s.base+"/reviews/{wf}/{task}/{decision}", s.page(s.reviewAction))
 	s.handle("GET "+s.base+"/events", http.HandlerFunc(s.events))
+	s.handle("GET "+s.base+"/new", s.page(s.newPage))
+	s.handle("POST "+s.base+"/new/task", s.page(s.createTask))
+	s.handle("POST "+s.base+"/new/board", s.page(s.submitBoard))
 }
 
 // Run keeps the watches open and the hub flushing until ctx ends. It
@@ -220,7 +233,8 @@ func (s *Server) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(4)
+	wg.Add(5)
+	go func() { defer wg.Done(); s.loadNotes(ctx) }()
 	go func() {
 		defer wg.Done()
 		// A watch that ends (its connection's trouble) starts again and
@@ -286,6 +300,7 @@ func (s *Server) followAudit(ctx context.Context, cons jetstream.Consumer) {
 		}
 		row := rowOf(audit.Record{Seq: md.Sequence.Stream, Time: md.Timestamp, Data: msg.Data()})
 		s.hub.pushAudit(row.Seq, row.item())
+		s.noteEvent(md.Sequence.Stream, msg.Subject(), msg.Data())
 		s.fleet.event(row.Type)
 	}
 }

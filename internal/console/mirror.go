@@ -73,6 +73,10 @@ type Task struct {
 	Started        time.Time
 	Updated        time.Time
 	Col            string
+	// Title is the first line of the task's scope and Agent the agent that
+	// implements it, as the audit stream tells (cards.go); "" until known.
+	Title, Agent string
+	agentSeq     uint64
 	// Rev is the mirror's change count when the task last changed.
 	Rev uint64
 }
@@ -128,15 +132,19 @@ func (w *Workflow) Open() int {
 // mirror keeps the state bucket in memory, fed by one KV watch, so that a
 // page of a 10,000-task workflow renders without reading the bucket.
 type mirror struct {
-	mu    sync.RWMutex
-	wfs   map[string]*Workflow
-	count int
-	seq   uint64 // changes applied so far
-	ready chan struct{}
-	once  sync.Once
+	mu  sync.RWMutex
+	wfs map[string]*Workflow
+	// pending keeps the card notes of tasks not in the mirror yet.
+	pending map[string]note
+	count   int
+	seq     uint64 // changes applied so far
+	ready   chan struct{}
+	once    sync.Once
 }
 
-func newMirror() *mirror { return &mirror{wfs: map[string]*Workflow{}, ready: make(chan struct{})} }
+func newMirror() *mirror {
+	return &mirror{wfs: map[string]*Workflow{}, pending: map[string]note{}, ready: make(chan struct{})}
+}
 
 func (m *mirror) wf(id string) *Workflow {
 	w := m.wfs[id]
@@ -198,6 +206,7 @@ func (m *mirror) apply(key string, value []byte, deleted bool) map[string]any {
 			return nil
 		}
 		t = &Task{Workflow: wfID, ID: taskID}
+		m.takePending(t)
 		w.Tasks[taskID] = t
 		w.Total++
 		m.count++
@@ -222,13 +231,15 @@ func (m *mirror) apply(key string, value []byte, deleted bool) map[string]any {
 
 // item is the pushed form of a workflow's change.
 func (w *Workflow) item() map[string]any {
-	return map[string]any{"k": "w", "w": w.ID, "s": w.State, "c": copyCounts(w.Cols), "n": w.Total, "o": w.Open()}
+	return map[string]any{"k": "w", "w": w.ID, "s": w.State, "d": displayState(w.State, w.Total, w.Open()),
+		"c": copyCounts(w.Cols), "n": w.Total, "o": w.Open()}
 }
 
 // item is the pushed form of a task's change.
 func (t *Task) item(w *Workflow) map[string]any {
 	return map[string]any{"k": "t", "w": w.ID, "t": t.ID, "col": t.Col, "s": t.State, "g": t.Stage, "a": t.Attempt,
-		"c": copyCounts(w.Cols), "n": w.Total, "o": w.Open(), "ws": w.State}
+		"c": copyCounts(w.Cols), "n": w.Total, "o": w.Open(), "ws": w.State, "d": displayState(w.State, w.Total, w.Open()),
+		"ti": t.Title, "ag": t.Agent, "el": fmtDuration(t.Elapsed(time.Now())), "rn": t.Running(time.Now())}
 }
 
 func copyCounts(m map[string]int) map[string]int {
@@ -319,15 +330,17 @@ func (m *mirror) watch(ctx context.Context, kv jetstream.KeyValue, push func(any
 // WorkflowView is a copy of a workflow's counts, safe to render.
 type WorkflowView struct {
 	ID, State, Reason string
-	Cols, States      map[string]int
-	Total, Open       int
-	Started, Updated  time.Time
-	Duration          time.Duration
-	Speedup           float64
+	// Display is the state shown: State, or finished (displayState).
+	Display          string
+	Cols, States     map[string]int
+	Total, Open      int
+	Started, Updated time.Time
+	Duration         time.Duration
+	Speedup          float64
 }
 
 func (w *Workflow) view() WorkflowView {
-	v := WorkflowView{ID: w.ID, State: w.State, Reason: w.Reason, Cols: map[string]int{}, States: map[string]int{},
+	v := WorkflowView{ID: w.ID, State: w.State, Display: displayState(w.State, w.Total, w.Open()), Reason: w.Reason, Cols: map[string]int{}, States: map[string]int{},
 		Total: w.Total, Open: w.Open(), Started: w.Started, Updated: w.Updated, Duration: w.Duration(), Speedup: w.Speedup()}
 	for k, n := range w.Cols {
 		v.Cols[k] = n

@@ -153,6 +153,8 @@ func (s *Server) funcs() template.FuncMap {
 			return m
 		},
 		"jsonlist": func(v []int) string { b, _ := json.Marshal(v); return string(b) },
+		"elapsed":  func(t Task) string { return fmtDuration(t.Elapsed(time.Now())) },
+		"running":  func(t Task) int64 { return t.Running(time.Now()) },
 	}
 }
 

@@ -27,30 +27,72 @@
         if (col) {
           if (!card && d.page === "0" && col.children.length < cap) {
             card = el("a", "card"); card.dataset.task = m.t; card.href = taskURL(m.w, m.t);
-            card.appendChild(el("span", "id", m.t)); card.appendChild(el("span", "meta dim"));
+            card.appendChild(el("span", "id", m.t)); card.appendChild(el("span", "meta"));
           }
           if (card) {
-            var meta = card.querySelector(".meta");
-            if (meta) meta.textContent = (m.s === "paused" ? "paused · " : "") + "#" + m.a;
+            fillCard(card, m);
             if (card.parentNode !== col) col.appendChild(card);
           }
         }
       }
       if (m.c) document.querySelectorAll("[data-count]").forEach(function (e) { e.textContent = String(m.c[e.dataset.count] || 0); });
       var tot = document.getElementById("total"); if (tot && m.n !== undefined) tot.textContent = String(m.n);
+      showState(document.getElementById("wfstate"), { s: m.ws, d: m.d });
     } else if (view === "workflows") {
       updateWorkflowRow(m);
     } else if (view === "task" && m.w === d.wf && m.t === d.task) {
       reloadSoon();
     }
   }
+  // A card's title (the scope's first line), agent, attempt and elapsed
+  // time, all as text.
+  function fillCard(card, m) {
+    var title = card.querySelector(".title");
+    if (!title && m.ti) { title = el("span", "title"); card.insertBefore(title, card.querySelector(".meta")); }
+    if (title) { title.textContent = m.ti || ""; title.title = m.ti || ""; }
+    var meta = card.querySelector(".meta");
+    if (!meta) return;
+    meta.textContent = "";
+    if (m.s === "paused") { meta.appendChild(el("span", "pill s-paused", "paused")); meta.appendChild(document.createTextNode(" ")); }
+    if (m.ag) { meta.appendChild(el("span", "agent", m.ag)); meta.appendChild(document.createTextNode(" ")); }
+    var dim = el("span", "dim", "#" + m.a + " "); dim.appendChild(el("span", "el", m.el || "")); meta.appendChild(dim);
+    if (m.rn) { card.dataset.run = String(m.rn); card.dataset.at = String(Date.now()); }
+    else { delete card.dataset.run; delete card.dataset.at; }
+  }
+  // A running task's elapsed time counts on, from the server's figure at
+  // render (or push) plus the time since on this clock.
+  function fmtDur(ms) {
+    if (!(ms > 0)) return "\u2013";
+    if (ms < 1000) return Math.floor(ms) + "ms";
+    var s = ms / 1000;
+    if (s < 60) return s.toFixed(1) + "s";
+    var mi = Math.floor(s / 60), pad = function (n) { return (n < 10 ? "0" : "") + n; };
+    if (mi < 60) return mi + "m" + pad(Math.floor(s) % 60) + "s";
+    return Math.floor(mi / 60) + "h" + pad(mi % 60) + "m";
+  }
+  var loadedAt = Date.now();
+  if (view === "board") setInterval(function () {
+    var now = Date.now();
+    document.querySelectorAll(".card[data-run]").forEach(function (card) {
+      var e = card.querySelector(".el"); if (!e) return;
+      e.textContent = fmtDur(parseInt(card.dataset.run, 10) + now - parseInt(card.dataset.at || String(loadedAt), 10));
+    });
+  }, 1000);
+  // A workflow's shown state (finished when its tasks all ended) changes
+  // in place; a change of its real state (paused, cancelled) reloads the
+  // page for its buttons.
+  function showState(e, m) {
+    if (!e || !m.s) return;
+    if (e.dataset.state !== m.s) { reloadSoon(); return; }
+    var shown = m.d || m.s;
+    if (e.textContent !== shown) { e.textContent = shown; e.className = "pill s-" + shown; }
+  }
   function onWorkflow(m) {
     if (view === "board" && m.w === d.wf) {
-      var s = document.getElementById("wfstate");
-      if (s && s.textContent !== m.s) reloadSoon();
+      showState(document.getElementById("wfstate"), m);
     } else if (view === "workflows") {
       var row = rowOf(m.w);
-      if (row) { var st = row.querySelector('[data-x="state"]'); if (st && st.textContent !== m.s) reloadSoon(); }
+      if (row) showState(row.querySelector('[data-x="state"]'), m);
       updateWorkflowRow(m);
     }
   }
@@ -64,6 +106,7 @@
     if (!row) { reloadSoon(); return; }
     var c = m.c || {}, done = c.done || 0, failed = c.failed || 0;
     set(row, "done", done); set(row, "failed", failed); set(row, "open", m.o); set(row, "total", m.n);
+    if (m.ws) showState(row.querySelector('[data-x="state"]'), { s: m.ws, d: m.d });
     var p = row.querySelector('[data-x="progress"]'); if (p) { p.max = m.n; p.value = done + failed; }
   }
   function set(row, k, v) { var e = row.querySelector('[data-x="' + k + '"]'); if (e && v !== undefined) e.textContent = String(v); }
