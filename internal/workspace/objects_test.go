@@ -220,3 +220,25 @@ func TestReusedWorktreeFreshObjects(t *testing.T) {
 	require.Contains(t, runAgent(t, w2, `git status --porcelain | wc -l; echo status=$?`), "status=0")
 	require.NoFileExists(t, filepath.Join(w2.Dir(), "agent.txt"))
 }
+
+// What a merge check writes to the scratch's private store is gone when
+// it ends: Drover's next merges in the scratch never read it.
+func TestScratchCheckObjectsDropped(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel()
+	repo := newTestRepo(t)
+	sb, err := sandbox.New(sandbox.Config{})
+	require.NoError(t, err)
+	m := newManager(t, repo.remote, func(c *Config) { c.Sandbox = sb })
+	ctx := context.Background()
+	s, err := m.Scratch(ctx, repo.base)
+	require.NoError(t, err)
+	defer s.Close(ctx)
+	objects := m.git.objectsDir(s.Dir())
+	check := Command{Argv: []string{"sh", "-c", `echo planted | git hash-object -w --stdin && test -n "$(ls "$GIT_OBJECT_DIRECTORY")"`}}
+	require.NoError(t, s.Run(ctx, check))
+	ents, err := os.ReadDir(objects)
+	require.NoError(t, err)
+	require.Empty(t, ents, "the check's objects are dropped")
+	require.NoError(t, s.Reset(ctx, repo.base))
+}
