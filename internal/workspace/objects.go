@@ -75,10 +75,10 @@ func (m *Manager) checkObjects(dir string) (int, error) {
 	return files, nil
 }
 
-// importObjects copies into the mirror the objects reachable from tips
-// (commits or trees) and not from have (a commit the mirror holds with
-// all its history), read from the mirror and the worktree's private store:
-// a pack of them, at most MaxPatchBytes, written by pack-objects and taken
+// importObjects copies into the mirror the objects of the worktree's
+// private store reachable from tips (commits or trees) and not from have (a
+// commit the mirror holds with all its history): a pack of them, at most
+// MaxPatchBytes, written by pack-objects and taken
 // in by unpack-objects or index-pack with --strict, which hash every
 // object's content themselves (a forged object lands under its true name,
 // never another's) and refuse a link that does not resolve. Afterwards
@@ -87,9 +87,13 @@ func (m *Manager) checkObjects(dir string) (int, error) {
 // ErrChangeTooLarge.
 func (m *Manager) importObjects(ctx context.Context, dir string, tips []string, have string) error {
 	want := strings.Join(tips, "\n") + "\n"
+	// The private store is the primary one here and the mirror's the
+	// alternate, so --local leaves out what the mirror holds already (an
+	// upstream history the agent merged): the pack is the agent's objects.
 	pack, err := m.git.run(ctx, gitCall{
-		args:  []string{"--git-dir", m.mirror, "pack-objects", "--revs", "--stdout", "-q", "--window=0"},
-		env:   []string{"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + m.git.objectsDir(dir)},
+		args: []string{"--git-dir", m.mirror, "pack-objects", "--revs", "--local", "--stdout", "-q", "--window=0"},
+		env: []string{"GIT_OBJECT_DIRECTORY=" + m.git.objectsDir(dir),
+			"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(m.mirror, "objects")},
 		stdin: []byte(want + "^" + have + "\n"),
 		limit: m.cfg.MaxPatchBytes,
 	})
