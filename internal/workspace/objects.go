@@ -76,13 +76,13 @@ func (m *Manager) checkObjects(dir string) (int, error) {
 }
 
 // importObjects copies into the mirror the objects of the worktree's
-// private store reachable from tips (commits or trees) and not from have (a
-// commit the mirror holds with all its history): a pack of them, at most
-// MaxPatchBytes, written by pack-objects and taken
-// in by unpack-objects or index-pack with --strict, which hash every
-// object's content themselves (a forged object lands under its true name,
-// never another's) and refuse a link that does not resolve. Afterwards
-// every tip must be in the mirror. A private store that fails any of this
+// private store reachable from tips (commits or trees) and not from have
+// (a commit the mirror holds with all its history): a pack of them, at
+// most MaxPatchBytes, written by pack-objects and taken in by
+// unpack-objects or index-pack with --strict, which hash every object's
+// content themselves (a forged object lands under its true name, never
+// another's) and refuse a link that does not resolve. Afterwards every tip
+// must be in the mirror. A private store that fails any of this
 // is ErrWorkspaceBroken, naming what failed; a pack over the bound is
 // ErrChangeTooLarge.
 func (m *Manager) importObjects(ctx context.Context, dir string, tips []string, have string) error {
