@@ -13,10 +13,11 @@ type Paths struct {
 	// without a sandbox it is required).
 	Work string
 	// Writable are further writable places: the worktree's own git admin
-	// directory and the object store its commits are written to.
+	// directory, which holds the private object store its commits are
+	// written to.
 	Writable []string
 	// ReadOnly are visible but not writable: the mirror, whose refs,
-	// config and packed refs git inside the worktree reads.
+	// config, packed refs and objects git inside the worktree reads.
 	ReadOnly []string
 	// Masked are directories shown empty (a tmpfs over them) although a
 	// shallower path shows them: the mirror's worktrees directory, so the
@@ -28,4 +29,8 @@ type Paths struct {
 	// missing. Empty: a fresh one that lives as long as the process
 	// (bubblewrap only; without a sandbox it is required).
 	Home string
+	// Env are variables every process contained in these paths gets, over
+	// Spec.Env: GIT_OBJECT_DIRECTORY and GIT_ALTERNATE_OBJECT_DIRECTORIES,
+	// so git in a worktree writes objects to its private store only.
+	Env []string
 }

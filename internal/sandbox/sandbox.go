@@ -63,6 +63,11 @@ type Spec struct {
 	NoNetwork bool
 }
 
+// env is Env then Paths.Env: a later entry of a name wins in buildEnv.
+func (s Spec) env() []string {
+	return append(append([]string(nil), s.Env...), s.Paths.Env...)
+}
+
 func (s Spec) dir() string {
 	switch {
 	case s.Dir != "":
@@ -181,7 +186,7 @@ func (s *Sandbox) available() error {
 
 // Command returns the command that runs argv contained by spec, in
 // spec.Dir (default spec.Paths.Work), with its environment set: Spec.Env,
-// HOME, the XDG directories under it and TMPDIR, nothing inherited. A
+// then Paths.Env (which wins), HOME, the XDG directories under it and TMPDIR, nothing inherited. A
 // missing Home is made. The caller sets its standard streams and process
 // attributes and starts it. argv[0] is looked up in the PATH of Spec.Env
 // inside the sandbox unless it holds a slash; with ModeNone it should be
@@ -205,7 +210,7 @@ func (s *Sandbox) Command(ctx context.Context, spec Spec, argv []string) (*exec.
 		}
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = spec.dir()
-		cmd.Env = buildEnv(spec.Env, spec.Paths.Home, os.TempDir())
+		cmd.Env = buildEnv(spec.env(), spec.Paths.Home, os.TempDir())
 		return cmd, nil
 	}
 	if err := s.available(); err != nil {
@@ -217,7 +222,7 @@ func (s *Sandbox) Command(ctx context.Context, spec Spec, argv []string) (*exec.
 	}
 	args := append(s.args(spec), "--")
 	cmd := exec.CommandContext(ctx, s.bwrap, append(args, argv...)...)
-	cmd.Env = buildEnv(spec.Env, home, privateTmp)
+	cmd.Env = buildEnv(spec.env(), home, privateTmp)
 	return cmd, nil
 }
 

@@ -307,3 +307,20 @@ func TestVisible(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, none.Visible(spec, "/root/go/bin/agent"))
 }
+
+// Paths.Env reaches the process in both modes, over Spec.Env.
+func TestPathsEnv(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{ModeBubblewrap, ModeNone} {
+		if mode == ModeBubblewrap {
+			requireBwrap(t)
+		}
+		s, err := New(Config{Mode: mode})
+		require.NoError(t, err)
+		spec := Spec{Paths: Paths{Work: tempDir(t), Home: tempDir(t), Env: []string{"GIT_OBJECT_DIRECTORY=/private", "B=paths"}},
+			Env: []string{"PATH=/usr/bin:/bin", "B=spec", "C=spec"}}
+		out, stderr, err := run(t, s, spec, `echo "$GIT_OBJECT_DIRECTORY $B $C"`)
+		require.NoError(t, err, stderr)
+		require.Equal(t, "/private paths spec", strings.TrimSpace(out), mode)
+	}
+}

@@ -61,8 +61,10 @@ type Trailers struct {
 // previous head. A removed worktree or a changed .git, a conflicted index,
 // a HEAD moved off the task's history, a nested repository the base does
 // not have, or an agent's commit message with a Drover- trailer line is
-// ErrWorkspaceBroken; more than MaxPatchBytes added, or a patch over it, is
-// ErrChangeTooLarge (nothing is committed).
+// ErrWorkspaceBroken, and so is a private object store that does not
+// verify (objects the head needs are imported from it into the mirror
+// before the branch moves); more than MaxPatchBytes added, a patch or the
+// agent's objects over it, is ErrChangeTooLarge (nothing is committed).
 func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Change, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -70,14 +72,13 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 		return Change{}, err
 	}
 	g := w.m.git
-	cur, detached, err := w.attach(ctx)
+	objects, err := w.m.checkObjects(w.dir)
 	if err != nil {
 		return Change{}, err
 	}
-	if cur != w.head {
-		if err := w.m.checkAgentCommits(ctx, w.head, cur); err != nil {
-			return Change{}, err
-		}
+	cur, detached, err := w.attach(ctx)
+	if err != nil {
+		return Change{}, err
 	}
 	if err := w.addAll(ctx); err != nil {
 		return Change{}, err
@@ -85,6 +86,19 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 	tree, err := g.out(ctx, w.dir, "write-tree")
 	if err != nil {
 		return Change{}, fmt.Errorf("workspace: write-tree: %w", err)
+	}
+	// What the agent's git wrote is in its private store: the objects its
+	// commits and the tree need are imported, verified, before anything
+	// below reads the mirror alone.
+	if objects > 0 {
+		if err := w.m.importObjects(ctx, w.dir, []string{cur, tree}, w.head); err != nil {
+			return Change{}, err
+		}
+	}
+	if cur != w.head {
+		if err := w.m.checkAgentCommits(ctx, w.head, cur); err != nil {
+			return Change{}, err
+		}
 	}
 	if err := w.m.checkTree(ctx, w.base, tree); err != nil {
 		return Change{}, err

@@ -42,6 +42,7 @@ func (m *Manager) runCommand(ctx context.Context, p sandbox.Paths, c Command, en
 			}
 			spec.Env = append(spec.Env, "HOME="+p.Home)
 		}
+		spec.Env = append(spec.Env, p.Env...)
 	}
 	if cmd.Env == nil { // a nil Env would inherit the worker's: never
 		cmd.Env = spec.Env

@@ -63,6 +63,11 @@ var overrides = [][2]string{
 	{"push.gpgSign", "false"},
 	{"gc.auto", "0"},
 	{"maintenance.auto", "false"},
+	// A worktree's private object store is an alternate an agent writes:
+	// git would read a commit-graph or multi-pack-index found there,
+	// which can lie about parents. The mirror writes neither.
+	{"core.commitGraph", "false"},
+	{"core.multiPackIndex", "false"},
 }
 
 // configEnv is overrides as GIT_CONFIG_COUNT variables.
@@ -141,7 +146,10 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 	cmd.Env = append(append([]string(nil), g.env...), c.env...)
 	if c.dir != "" {
 		cmd.Dir = c.dir
-		cmd.Env = append(cmd.Env, "GIT_DIR="+g.adminDir(c.dir), "GIT_COMMON_DIR="+g.mirror, "GIT_WORK_TREE="+c.dir)
+		// The agent's private object store is read as an alternate;
+		// Drover's own new objects go to the mirror's.
+		cmd.Env = append(cmd.Env, "GIT_DIR="+g.adminDir(c.dir), "GIT_COMMON_DIR="+g.mirror, "GIT_WORK_TREE="+c.dir,
+			"GIT_ALTERNATE_OBJECT_DIRECTORIES="+g.objectsDir(c.dir))
 	} else if _, err := os.Stat(g.cwd); err == nil {
 		cmd.Dir = g.cwd
 	}
@@ -170,6 +178,13 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 // worktree's admin directory after the worktree's base name (addWorktree).
 func (g *gitRunner) adminDir(dir string) string {
 	return filepath.Join(g.mirror, "worktrees", filepath.Base(dir))
+}
+
+// objectsDir is the private object store of the worktree dir, in its admin
+// directory: the agent's git writes its objects there, never to the
+// mirror's store, which it sees read-only.
+func (g *gitRunner) objectsDir(dir string) string {
+	return filepath.Join(g.adminDir(dir), "objects")
 }
 
 // out runs c and returns its stdout trimmed of white space.

@@ -63,13 +63,28 @@ func (m *Manager) checkLinks(dir string) error {
 }
 
 // scrubAdmin removes the configuration files an agent may have left in a
-// worktree's admin directory before the worktree is reused: git never
-// reads them for Drover, but the next task's agent would.
-func (m *Manager) scrubAdmin(dir string) {
+// worktree's admin directory before the worktree is reused (git never
+// reads them for Drover, but the next task's agent would) and empties its
+// private object store: the next task starts with none of the last one's
+// objects (those its recorded heads need are in the mirror).
+func (m *Manager) scrubAdmin(dir string) error {
 	admin := m.git.adminDir(dir)
 	for _, f := range []string{"config", "config.worktree"} {
 		_ = os.Remove(filepath.Join(admin, f))
 	}
+	return m.freshObjects(dir)
+}
+
+// freshObjects makes the worktree's private object store, empty.
+func (m *Manager) freshObjects(dir string) error {
+	objects := m.git.objectsDir(dir)
+	if err := os.RemoveAll(objects); err != nil {
+		return fmt.Errorf("workspace: private object store: %w", err)
+	}
+	if err := os.Mkdir(objects, 0o755); err != nil {
+		return fmt.Errorf("workspace: private object store: %w", err)
+	}
+	return nil
 }
 
 // addWorktree adds the worktree dir at commit, detached, with its admin
@@ -86,6 +101,9 @@ func (m *Manager) addWorktree(ctx context.Context, dir, commit string) error {
 	}
 	if err == nil {
 		err = m.writeLinks(dir)
+	}
+	if err == nil {
+		err = m.freshObjects(dir)
 	}
 	m.wtLock.Unlock()
 	if err == nil {

@@ -136,9 +136,15 @@ func (s *Scratch) Merge(ctx context.Context, head, msg string, rebase bool) (str
 }
 
 // Run runs c in the scratch worktree (no shell, its timeout); the error
-// holds the tail of its output.
+// holds the tail of its output. The scratch's private object store is
+// emptied afterwards: Drover's next merges there read it as an alternate
+// and would take an object the check planted for one they write.
 func (s *Scratch) Run(ctx context.Context, c Command) error {
-	return s.m.runCommand(ctx, s.SandboxPaths(), c, []string{"DROVER_WORKSPACE=" + s.dir})
+	err := s.m.runCommand(ctx, s.SandboxPaths(), c, []string{"DROVER_WORKSPACE=" + s.dir})
+	if ferr := s.m.freshObjects(s.dir); ferr != nil {
+		return errors.Join(err, fmt.Errorf("workspace: scratch: %w", ferr))
+	}
+	return err
 }
 
 // Close removes the scratch worktree.

@@ -121,7 +121,9 @@ func (m *Manager) checkout(ctx context.Context, w *Workspace, start string) erro
 	if dir != "" {
 		err := m.checkLinks(dir)
 		if err == nil {
-			m.scrubAdmin(dir)
+			err = m.scrubAdmin(dir)
+		}
+		if err == nil {
 			m.wtLock.RLock()
 			_, err = m.git.out(ctx, dir, "checkout", "-q", "-f", "--no-recurse-submodules", "--detach", start)
 			m.wtLock.RUnlock()

@@ -11,9 +11,13 @@ import (
 
 // SandboxPaths are what a process contained in the workspace sees besides
 // the system's directories: the worktree (its working directory) and its
-// own git admin directory and the mirror's object store writable, so git
-// inside commits on a detached HEAD; the rest of the mirror (refs, config,
-// hooks, packed refs) read-only; the mirror's worktrees directory masked,
+// own git admin directory writable, so git inside commits on a detached
+// HEAD, writing its objects to the private store in the admin directory
+// (GIT_OBJECT_DIRECTORY, with the mirror's store as a read-only alternate;
+// Commit imports what the recorded head needs); the rest of the mirror
+// (refs, config, hooks, packed refs, objects) read-only, so no task can
+// damage what the others and the mirror hold; the mirror's worktrees
+// directory masked,
 // so no other task's admin directory is visible; and a private HOME,
 // Dir/homes/<worktree>/<task>, kept for the task's roles and commands.
 // The HOME an earlier task left in this worktree is removed here: a file
@@ -51,9 +55,13 @@ func (m *Manager) sandboxPaths(dir string) sandbox.Paths {
 	worktrees := filepath.Join(m.mirror, "worktrees")
 	return sandbox.Paths{
 		Work:     dir,
-		Writable: []string{filepath.Join(worktrees, name), filepath.Join(m.mirror, "objects")},
+		Writable: []string{filepath.Join(worktrees, name)},
 		ReadOnly: []string{m.mirror},
 		Masked:   []string{worktrees},
 		Home:     filepath.Join(m.cfg.Dir, "homes", name),
+		Env: []string{
+			"GIT_OBJECT_DIRECTORY=" + m.git.objectsDir(dir),
+			"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(m.mirror, "objects"),
+		},
 	}
 }

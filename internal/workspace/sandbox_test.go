@@ -75,9 +75,9 @@ func snapshot(t *testing.T, roots, skip []string) map[string]string {
 
 // Hostile agents run by the exec runner in the sandbox, in a real task
 // worktree beside another task's: each attack fails, nothing outside the
-// task's worktree (its admin directory, the object store, its HOME)
-// changes, and git inside the worktree still works, so Drover records the
-// agent's own commit.
+// task's worktree (its admin directory, which holds its private object
+// store, and its HOME) changes, and git inside the worktree still works,
+// so Drover records the agent's own commit.
 func TestSandboxedHostileAgents(t *testing.T) {
 	requireBwrap(t)
 	t.Parallel()
@@ -105,7 +105,7 @@ func TestSandboxedHostileAgents(t *testing.T) {
 	mark := strconv.Itoa(int(time.Now().UnixNano()%1e6)) + ".5"
 
 	require.NoError(t, os.MkdirAll(paths.Home, 0o700))
-	skip := []string{w1.Dir(), admin1, filepath.Join(m.mirror, "objects"), paths.Home}
+	skip := []string{w1.Dir(), admin1, paths.Home} // the mirror's objects included: the agent's go to admin1
 	roots := []string{m.cfg.Dir, data}
 	for _, tc := range []struct {
 		name, script string

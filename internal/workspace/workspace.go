@@ -2,7 +2,9 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 )
@@ -79,9 +81,17 @@ func (w *Workspace) attach(ctx context.Context) (cur string, detached bool, err 
 		return "", false, fmt.Errorf("%w: HEAD does not resolve to a commit", ErrWorkspaceBroken)
 	}
 	if cur != w.head {
-		if _, err := g.out(ctx, "", "--git-dir", w.m.mirror, "merge-base", "--is-ancestor", w.head, cur); err != nil {
+		// In the worktree: the agent's commits are in its private store.
+		_, err := g.out(ctx, w.dir, "merge-base", "--is-ancestor", w.head, cur)
+		var ge *gitError
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ge) && errors.As(err, &exit) && exit.ExitCode() == 1:
 			return "", false, fmt.Errorf("%w: HEAD (%s) moved to %.12s, which does not descend from the task's head %.12s", ErrWorkspaceBroken,
 				orDetached(sym), cur, w.head)
+		default: // a commit that does not read: "hash mismatch" for a forged one
+			return "", false, fmt.Errorf("%w: the agent's commits above the task's head do not read: %v", ErrWorkspaceBroken, err)
 		}
 	}
 	if sym != "" {
