@@ -1,0 +1,102 @@
+//go:build unix
+
+package runner
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/redact"
+	"github.com/droverhq/drover/subjects"
+)
+
+// activityLog gathers a run's Activity calls.
+type activityLog struct {
+	mu    sync.Mutex
+	lines []Activity
+}
+
+func (l *activityLog) add(a Activity) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, a)
+}
+
+func (l *activityLog) all() []Activity {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Activity(nil), l.lines...)
+}
+
+// TestActivityClaude: a Claude Code run's tool calls, results and
+// messages reach Request.Activity, and the result is read as before.
+func TestActivityClaude(t *testing.T) {
+	t.Parallel()
+	out, err := filepath.Abs(filepath.Join("testdata", "agents", "claude_success.jsonl"))
+	require.NoError(t, err)
+	e := agentExec(t, subjects.RoleImplementer, AgentClaudeCode, map[string]string{"AGENT_OUT": out})
+	var log activityLog
+	req := simReq(t, subjects.RoleImplementer, "")
+	req.Activity = log.add
+	res, err := e.Run(context.Background(), req)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"change":"wrote hello.txt"}`, string(res.Output), "the result is read as before")
+	got := log.all()
+	require.Len(t, got, 5, "%+v", got)
+	require.Equal(t, Activity{Kind: subjects.LiveToolCall, Tool: "Write",
+		Text: `Write {"file_path":"/srv/checkout1/hello.txt","content":"hi\n"}`}, got[0])
+	require.Equal(t, subjects.LiveToolResult, got[1].Kind)
+	require.Contains(t, got[1].Text, "File created successfully")
+	require.Equal(t, Activity{Kind: subjects.LiveToolCall, Tool: "Bash",
+		Text: `Bash {"command":"echo ran > ran.txt","description":"run"}`}, got[2])
+	require.Equal(t, Activity{Kind: subjects.LiveMessage, Text: `{"change":"wrote hello.txt"}`}, got[4])
+}
+
+// TestActivityPlainRedacted: a plain exec agent's stdout lines arrive one
+// by one, through WithRedact with the secret masked; LiveText escapes the
+// terminal sequences and bounds the text.
+func TestActivityPlainRedacted(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-live-0123456789abcdef"
+	e := newExec(t, subjects.RoleImplementer, ExecConfig{Argv: []string{"/bin/sh", "-c",
+		`printf 'first\n<script>alert(1)</script> \033[31mred ` + secret + `\n'; printf 'no newline'; printf '{"change":"ok"}' >&2`}})
+	r := Chain(e, WithRedact(redact.New(secret)))
+	var log activityLog
+	req := simReq(t, subjects.RoleImplementer, "")
+	req.Activity = log.add
+	_, _ = r.Run(context.Background(), req) // the output is not the point here
+	got := log.all()
+	require.Len(t, got, 3, "%+v", got)
+	require.Equal(t, Activity{Kind: subjects.LiveStdout, Text: "first"}, got[0])
+	require.NotContains(t, got[1].Text, secret, "masked by WithRedact")
+	require.Equal(t, `<script>alert(1)</script> \x1b[31mred [REDACTED]`, LiveText(got[1].Text))
+	require.Equal(t, "no newline", got[2].Text, "the last line without its newline")
+
+	long := LiveText(strings.Repeat("é", subjects.MaxLiveText))
+	require.LessOrEqual(t, len(long), subjects.MaxLiveText)
+	require.True(t, strings.HasSuffix(long, "…"))
+}
+
+// TestActivityWriterLongLine: a line past maxActivityLine is cut, and the
+// next line is read whole.
+func TestActivityWriterLongLine(t *testing.T) {
+	t.Parallel()
+	var log activityLog
+	w := &activityWriter{emit: log.add}
+	_, _ = w.Write([]byte(strings.Repeat("x", maxActivityLine+10)))
+	_, _ = w.Write([]byte("yy\nnext\n"))
+	got := log.all()
+	require.Len(t, got, 2)
+	require.LessOrEqual(t, len(got[0].Text), maxActivityText)
+	require.Equal(t, "next", got[1].Text)
+
+	log = activityLog{}
+	w = &activityWriter{decode: claudeActivity, emit: log.add}
+	_, _ = w.Write([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxActivityLine) + "\"}]}}\n"))
+	require.Empty(t, log.all(), "a cut event shows nothing")
+}
