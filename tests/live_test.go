@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -23,15 +24,20 @@ import (
 const liveSecret = "sk-live-hostile-0123456789"
 
 // liveAgent writes a plain exec implementer that prints a tool line and a
-// hostile line (HTML, a terminal escape, the secret), then waits for the
-// file release before it answers. It returns the runner config.
-func liveAgent(t *testing.T, release string) string {
+// hostile line (HTML, a terminal escape, the secret); then, when more is
+// set, waits for that file and prints another tool line; then waits for
+// the file release before it answers. It returns the runner config.
+func liveAgent(t *testing.T, release, more string) string {
 	t.Helper()
 	script := filepath.Join(t.TempDir(), "agent.sh")
 	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
 cat >/dev/null
 printf 'tool_call: Bash go test ./...\n'
 printf '<script>alert(1)</script> \033[31mred %s\n' "$AGENT_API_KEY"
+if [ -n "$MORE" ]; then
+  while [ ! -e "$MORE" ]; do sleep 0.05; done
+  printf 'tool_call: Edit main.go <img src=x onerror=alert(2)>\n'
+fi
 while [ ! -e "$RELEASE" ]; do sleep 0.05; done
 printf 'all done\n'
 `), 0o755))
@@ -40,8 +46,8 @@ printf 'all done\n'
   judge: {runner: sim}
   implementer:
     runner: exec
-    exec: {argv: [sh, %q], env: {AGENT_API_KEY: %q, RELEASE: %q}, inherit: [PATH]}
-`, script, liveSecret, release)
+    exec: {argv: [sh, %q], env: {AGENT_API_KEY: %q, RELEASE: %q, MORE: %q}, inherit: [PATH]}
+`, script, liveSecret, release, more)
 }
 
 // requireEscaped checks a hostile line as shown: the HTML as text, the
@@ -61,7 +67,7 @@ func TestLiveTaskLogsFollow(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	release := filepath.Join(t.TempDir(), "release")
-	b.startWorker(worker.Config{Concurrency: 2, Runners: runnersFromConfig(t, liveAgent(t, release))})
+	b.startWorker(worker.Config{Concurrency: 2, Runners: runnersFromConfig(t, liveAgent(t, release, ""))})
 	const wf = "live-cli"
 	after := b.submit(task(wf, "T1"))
 
@@ -142,4 +148,54 @@ func liveLines(t *testing.T, b *bundle, wf, id string) []subjects.LiveLine {
 	}
 	require.NoError(t, batch.Error())
 	return out
+}
+
+// TestLiveConsoleTaskPage: the console's task page in headless Chromium
+// shows the agent's lines while its role runs: those kept when the page
+// opened, rendered, and a tool call printed after, appended live without a
+// reload; the hostile line as text, escaped and redacted, and no script of
+// the agent's runs.
+func TestLiveConsoleTaskPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dir := t.TempDir()
+	release, more := filepath.Join(dir, "release"), filepath.Join(dir, "more")
+	b.startWorker(worker.Config{Concurrency: 2, Runners: runnersFromConfig(t, liveAgent(t, release, more))})
+	const wf = "live-console"
+	sub, err := b.nc.SubscribeSync(b.names.LiveSubject(wf, "T1"))
+	require.NoError(t, err)
+	after := b.submit(task(wf, "T1"))
+	for i := 0; i < 2; i++ { // the tool line and the hostile line
+		_, err := sub.NextMsg(browserWait)
+		require.NoError(t, err)
+	}
+	u := newConsoleUI(t, b)
+	u.openListed("/tasks/" + wf + "/T1")
+	u.poll(`document.querySelectorAll("#livelog li").length >= 2`)
+	u.do(chromedp.Evaluate[chromedp.Void](`window.__notReloaded = true`))
+	require.NoError(t, os.WriteFile(more, nil, 0o600))
+	u.poll(`window.droverLive && window.droverLive.received >= 1 && document.getElementById("livelog").textContent.includes("Edit main.go")`)
+	require.True(t, evalJS[bool](u, `window.__notReloaded === true`), "appended live, not by a reload")
+	u.shot("task-live")
+
+	texts := evalJS[[]string](u, `Array.from(document.querySelectorAll("#livelog li .txt")).map(e => e.textContent)`)
+	require.Len(t, texts, 3)
+	require.Equal(t, "tool_call: Bash go test ./...", texts[0])
+	requireEscaped(t, texts[1])
+	require.Equal(t, "tool_call: Edit main.go <img src=x onerror=alert(2)>", texts[2])
+	require.Zero(t, evalJS[int](u, `document.querySelectorAll("#livelog script, #livelog img").length`), "the agent's HTML stays text")
+	require.Zero(t, u.dialogs.Load(), "no alert ran")
+	kinds := evalJS[[]string](u, `Array.from(document.querySelectorAll("#livelog li .tag")).map(e => e.textContent)`)
+	require.Equal(t, []string{"implementer#1", "implementer#1", "implementer#1"}, kinds)
+
+	kv, err := b.js.KeyValue(context.Background(), b.names.StateBucket())
+	require.NoError(t, err)
+	e, err := kv.Get(context.Background(), subjects.StateKey(wf, "T1"))
+	require.NoError(t, err)
+	var st subjects.TaskState
+	require.NoError(t, json.Unmarshal(e.Value(), &st))
+	require.Equal(t, "implementer", st.Stage, "all this before the role ended")
+
+	require.NoError(t, os.WriteFile(release, nil, 0o600))
+	require.Equal(t, subjects.EventTaskCompleted, b.waitTerminal(wf, after, 1)["T1"].EventType)
 }
