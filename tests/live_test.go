@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/agenttest"
 	"github.com/droverhq/drover/internal/cli"
 	"github.com/droverhq/drover/internal/worker"
 	"github.com/droverhq/drover/subjects"
@@ -198,4 +199,71 @@ func TestLiveConsoleTaskPage(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(release, nil, 0o600))
 	require.Equal(t, subjects.EventTaskCompleted, b.waitTerminal(wf, after, 1)["T1"].EventType)
+}
+
+// TestLiveClaudeCode: the real Claude Code CLI, against a scripted fake of
+// its model API, shows its tool call live: a follower of `drover task logs`
+// sees the Bash call (the key it holds masked) while the command still
+// runs, before the role ends.
+func TestLiveClaudeCode(t *testing.T) {
+	t.Parallel()
+	claudeBin := agenttest.CLI(t, "claude")
+	b := setup(t)
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release")
+	const key = "sk-ant-live-0123456789"
+	impl := agenttest.NewAnthropic(t,
+		agenttest.Turn{Tool: "Bash", Input: map[string]any{"command": "echo " + key + " >/dev/null; while [ ! -e " + release + " ]; do sleep 0.05; done; echo released"}, InputTokens: 100, OutputTokens: 10},
+		agenttest.Turn{Text: `{"change":"waited for the release"}`, InputTokens: 120, OutputTokens: 10},
+	)
+	set := runnersFromConfig(t, fmt.Sprintf(`roles:
+  planner: {runner: sim}
+  judge: {runner: sim}
+  implementer:
+    agent: claude-code
+    exec:
+      dir: %q
+      env: {PATH: %q, HOME: %q, ANTHROPIC_BASE_URL: %q, ANTHROPIC_API_KEY: %q, ANTHROPIC_MODEL: claude-sonnet-4-5, CLAUDE_CODE_MAX_RETRIES: "0"}
+`, dir, agenttest.Path(claudeBin), t.TempDir(), impl.URL, key))
+	b.startWorker(worker.Config{Concurrency: 2, Runners: set})
+	const wf = "live-claude"
+	after := b.submit(task(wf, "T1"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := &watchWriter{want: "tool_call Bash", hits: make(chan struct{}, 16)}
+	var stderr cliBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Execute(ctx, []string{"--nats-url", b.url, "task", "logs", wf + "/T1", "--follow"}, out, &stderr)
+	}()
+	select {
+	case <-out.hits:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("no Bash tool call in the output:\n%s\n%s", out.String(), stderr.String())
+	}
+	text := out.String()
+	require.Contains(t, text, `implementer#1 tool_call Bash {"command":"echo [REDACTED] >/dev/null; while`, text)
+	require.NotContains(t, text, key)
+	kv, err := b.js.KeyValue(ctx, b.names.StateBucket())
+	require.NoError(t, err)
+	e, err := kv.Get(ctx, subjects.StateKey(wf, "T1"))
+	require.NoError(t, err)
+	var st subjects.TaskState
+	require.NoError(t, json.Unmarshal(e.Value(), &st))
+	require.Equal(t, "implementer", st.Stage, "the Bash command still waits: the role has not ended")
+
+	require.NoError(t, os.WriteFile(release, nil, 0o600))
+	select {
+	case code := <-done:
+		require.Equal(t, 0, code, stderr.String())
+	case <-time.After(90 * time.Second):
+		t.Fatal("logs --follow did not return when the task ended")
+	}
+	end := b.waitTerminal(wf, after, 1)["T1"]
+	require.Equal(t, subjects.EventTaskCompleted, end.EventType, "%s %s", end.Action, end.Error)
+	text = out.String()
+	require.Contains(t, text, "implementer#1 tool_result released", text)
+	require.Contains(t, text, `implementer#1 message {"change":"waited for the release"}`, text)
+	t.Logf("drover task logs:\n%s", text)
 }
