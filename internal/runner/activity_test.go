@@ -100,3 +100,42 @@ func TestActivityWriterLongLine(t *testing.T) {
 	_, _ = w.Write([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxActivityLine) + "\"}]}}\n"))
 	require.Empty(t, log.all(), "a cut event shows nothing")
 }
+
+// TestActivityDecoders: each preset's events become the activity lines a
+// reader expects; events that show nothing give none, and a line that is
+// not JSON shows as stdout.
+func TestActivityDecoders(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		decode activityDecoder
+		line   string
+		want   []Activity
+	}{
+		{"claude text", claudeActivity, `{"type":"assistant","message":{"content":[{"type":"text","text":"Reading."}]}}`,
+			[]Activity{{Kind: subjects.LiveMessage, Text: "Reading."}}},
+		{"claude result blocks, error", claudeActivity, `{"type":"user","message":{"content":[{"type":"tool_result","content":[{"type":"text","text":"no such file"}],"is_error":true}]}}`,
+			[]Activity{{Kind: subjects.LiveToolResult, Text: "error: no such file"}}},
+		{"claude user prompt", claudeActivity, `{"type":"user","message":{"content":"the prompt"}}`, nil},
+		{"claude init", claudeActivity, `{"type":"system","subtype":"init","model":"m"}`, nil},
+		{"claude not JSON", claudeActivity, `npm warn something`, []Activity{{Kind: subjects.LiveStdout, Text: "npm warn something"}}},
+		{"codex message", codexActivity, `{"type":"item.completed","item":{"type":"agent_message","text":"Done."}}`,
+			[]Activity{{Kind: subjects.LiveMessage, Text: "Done."}}},
+		{"codex command", codexActivity, `{"type":"item.started","item":{"type":"command_execution","command":"go test ./..."}}`,
+			[]Activity{{Kind: subjects.LiveToolCall, Tool: "command", Text: "command go test ./..."}}},
+		{"codex command done", codexActivity, `{"type":"item.completed","item":{"type":"command_execution","command":"go test","aggregated_output":"ok","exit_code":0}}`,
+			[]Activity{{Kind: subjects.LiveToolResult, Tool: "command", Text: "exit 0: ok"}}},
+		{"codex file change", codexActivity, `{"type":"item.completed","item":{"type":"file_change","changes":[{"path":"a.go","kind":"add"}]}}`,
+			[]Activity{{Kind: subjects.LiveToolCall, Tool: "file_change", Text: `file_change [{"path":"a.go","kind":"add"}]`}}},
+		{"codex turn", codexActivity, `{"type":"turn.completed","usage":{"input_tokens":1}}`, nil},
+		{"opencode text", opencodeActivity, `{"type":"text","part":{"text":"Hi"}}`, []Activity{{Kind: subjects.LiveMessage, Text: "Hi"}}},
+		{"opencode tool", opencodeActivity, `{"type":"tool_use","part":{"tool":"bash","state":{"input":{"command":"ls"},"output":"a.go"}}}`,
+			[]Activity{{Kind: subjects.LiveToolCall, Tool: "bash", Text: `bash {"command":"ls"}`}, {Kind: subjects.LiveToolResult, Tool: "bash", Text: "a.go"}}},
+		{"gemini", noActivity, `{"response":"x"}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, tc.decode([]byte(tc.line)))
+		})
+	}
+}
