@@ -25,6 +25,26 @@ const (
 	liveBuffer = 256
 )
 
+// LiveMetrics is implemented by a Metrics that counts live activity
+// lines (ops.Metrics: drover_live_lines_total).
+type LiveMetrics interface {
+	// LiveLine counts one line: published (handed to the broker) or
+	// dropped.
+	LiveLine(published bool)
+}
+
+// liveCount counts one line in the pipeline and in its metrics.
+func (p *Pipeline) liveCount(published bool) {
+	if published {
+		p.live.published.Add(1)
+	} else {
+		p.live.dropped.Add(1)
+	}
+	if lm, ok := p.d.Metrics.(LiveMetrics); ok {
+		lm.LiveLine(published)
+	}
+}
+
 // liveStats counts the live lines of every role run of one pipeline.
 type liveStats struct {
 	published atomic.Uint64
@@ -104,7 +124,7 @@ func (f *liveFeed) emit(a runner.Activity) {
 
 func (f *liveFeed) drop() {
 	f.dropped++
-	f.p.live.dropped.Add(1)
+	f.p.liveCount(false)
 }
 
 // close ends the feed: the lines still buffered are published, and later
@@ -138,10 +158,7 @@ func (f *liveFeed) publish(ch <-chan subjects.LiveLine) {
 		if err != nil {
 			continue
 		}
-		if _, err := f.p.d.JS.PublishAsync(f.subject, b); err != nil {
-			f.p.live.dropped.Add(1)
-			continue
-		}
-		f.p.live.published.Add(1)
+		_, err = f.p.d.JS.PublishAsync(f.subject, b)
+		f.p.liveCount(err == nil)
 	}
 }
