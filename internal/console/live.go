@@ -80,7 +80,10 @@ func (s *Server) liveLines(ctx context.Context, wf, id string) ([]liveRow, uint6
 		rows []liveRow
 		last uint64
 	)
-	for {
+	// Up to the lines pending at the start: the page's event stream
+	// follows from the last one read, so a busy task cannot keep the
+	// render reading.
+	for n := uint64(0); ; n++ {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			return nil, 0, err
@@ -96,7 +99,7 @@ func (s *Server) liveLines(ctx context.Context, wf, id string) ([]liveRow, uint6
 			}
 			rows = append(rows, row)
 		}
-		if md.NumPending == 0 {
+		if md.NumPending == 0 || n+1 >= info.NumPending {
 			return rows, last, nil
 		}
 	}

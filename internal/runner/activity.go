@@ -108,6 +108,12 @@ func stdoutLine(line []byte) []Activity {
 // message's text and tool_use blocks, and a user message's tool_result
 // blocks.
 func claudeActivity(line []byte) []Activity {
+	if t := bytes.TrimSpace(line); len(t) == 0 || t[0] != '{' {
+		return stdoutLine(line)
+	}
+	if !bytes.Contains(line, []byte(`"assistant"`)) && !bytes.Contains(line, []byte(`"user"`)) {
+		return nil // not a message: skip decoding it (an init event is large)
+	}
 	var ev struct {
 		Type    string `json:"type"`
 		Message *struct {

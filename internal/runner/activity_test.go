@@ -3,7 +3,9 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -137,5 +139,24 @@ func TestActivityDecoders(t *testing.T) {
 			t.Parallel()
 			require.Equal(t, tc.want, tc.decode([]byte(tc.line)))
 		})
+	}
+}
+
+// BenchmarkActivityClaude measures reading a Claude Code stream for live
+// activity, as the exec runner does alongside its stdout buffer.
+func BenchmarkActivityClaude(b *testing.B) {
+	one, err := os.ReadFile(filepath.Join("testdata", "agents", "claude_success.jsonl"))
+	require.NoError(b, err)
+	out := bytes.Repeat(one, 200)
+	b.SetBytes(int64(len(out)))
+	var n int
+	for b.Loop() {
+		w := &activityWriter{decode: claudeActivity, emit: func(Activity) { n++ }}
+		for chunk := out; len(chunk) > 0; {
+			k := min(32<<10, len(chunk)) // pipe-sized writes
+			_, _ = w.Write(chunk[:k])
+			chunk = chunk[k:]
+		}
+		w.flush()
 	}
 }
