@@ -81,6 +81,7 @@ func TestLiveTaskLogsFollow(t *testing.T) {
 		done <- cli.Execute(ctx, []string{"--nats-url", b.url, "task", "logs", wf + "/T1", "--follow"}, out, &stderr)
 	}()
 	out.await(t) // the hostile line, while the agent waits
+	seen := time.Now()
 	text := out.String()
 	require.Contains(t, text, "implementer#1 stdout tool_call: Bash go test ./...", "the tool line came first")
 	requireEscaped(t, text)
@@ -114,6 +115,7 @@ func TestLiveTaskLogsFollow(t *testing.T) {
 		Worker: lines[0].Worker, Seq: 1, Kind: subjects.LiveStdout, Text: "tool_call: Bash go test ./...", Time: lines[0].Time}, lines[0])
 	requireEscaped(t, lines[1].Text)
 	require.Equal(t, uint64(2), lines[1].Seq)
+	t.Logf("a line reached the follower %s after the worker read it", seen.Sub(lines[1].Time).Round(time.Millisecond))
 
 	// Without --follow: what the stream holds, and return; --json as stored.
 	code, plain, errOut := b.drover("task", "logs", wf+"/T1")
