@@ -18,7 +18,7 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// logsPoll is how long one fetch of task logs waits for a line; a
+// logsPoll is how long task logs waits for the next line; a
 // follower that is caught up checks the task's state this often.
 const logsPoll = 500 * time.Millisecond
 

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -188,7 +189,7 @@ func codexActivity(line []byte) []Activity {
 	case it.Type == "command_execution" && ev.Type == "item.completed":
 		text := clipText(it.Output, maxActivitySummary)
 		if it.ExitCode != nil {
-			text = "exit " + itoa(*it.ExitCode) + ": " + text
+			text = "exit " + strconv.Itoa(*it.ExitCode) + ": " + text
 		}
 		return []Activity{{Kind: subjects.LiveToolResult, Tool: "command", Text: text}}
 	case it.Type == "file_change" && ev.Type == "item.completed":
@@ -286,11 +287,6 @@ func clipText(s string, max int) string {
 // leaves part of a secret unmasked.
 func LiveText(s string) string {
 	return clipText(redact.Terminal(s), subjects.MaxLiveText)
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
 
 // noActivity is the decoder of a CLI that shows nothing while it runs.
