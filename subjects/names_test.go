@@ -225,3 +225,12 @@ func TestNewNamesInvalid(t *testing.T) {
 		require.NoError(t, err, "prefix %q", p)
 	}
 }
+
+func TestLiveNames(t *testing.T) {
+	t.Parallel()
+	n := subjects.MustNames("drover")
+	require.Equal(t, "DROVER_LIVE", n.LiveStream())
+	require.Equal(t, "drover.live.board-T1.T1=2E1", n.LiveSubject("board-T1", "T1.1"))
+	require.Equal(t, "drover.live._._", n.LiveSubject("", ""))
+	require.Equal(t, "drover.live.*.*", n.LiveWildcard())
+}

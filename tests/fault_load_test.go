@@ -161,7 +161,7 @@ func TestFaultConcurrentStartCreatesOneOfEach(t *testing.T) {
 	}
 	require.NoError(t, lister.Err())
 	sort.Strings(names)
-	require.Equal(t, []string{"DROVER_AUDIT", "DROVER_DLQ", "DROVER_LESSONS", "DROVER_TASKS", "KV_drover_cache", "KV_drover_spend", "KV_drover_state", "OBJ_drover_blobs"}, names)
+	require.Equal(t, []string{"DROVER_AUDIT", "DROVER_DLQ", "DROVER_LESSONS", "DROVER_LIVE", "DROVER_TASKS", "KV_drover_cache", "KV_drover_spend", "KV_drover_state", "OBJ_drover_blobs"}, names)
 	b.oracle()
 }
 

@@ -89,6 +89,7 @@ func TestPermissionProfiles(t *testing.T) {
 	require.Contains(t, s.drover(t, "investigator", "audit", "--workflow", "perm-cli"), "task_completed")
 	s.drover(t, "investigator", "audit", "verify")
 	require.Contains(t, s.drover(t, "investigator", "task", "get", "perm/T1"), "completed")
+	s.drover(t, "investigator", "task", "logs", "perm/T1") // an ordered consumer on DROVER_LIVE
 	s.drover(t, "investigator", "workflow", "status", "perm")
 	s.drover(t, "investigator", "dlq", "ls")
 	s.drover(t, "investigator", "cache", "stats")

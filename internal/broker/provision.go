@@ -25,6 +25,17 @@ const (
 	DefaultLessonsMaxAge = 90 * 24 * time.Hour
 	// DefaultDLQMaxAge is how long the DLQ stream keeps an entry.
 	DefaultDLQMaxAge = 30 * 24 * time.Hour
+	// DefaultLiveMaxAge is how long the live stream keeps an agent's
+	// activity line.
+	DefaultLiveMaxAge = 24 * time.Hour
+	// DefaultLiveMaxBytes bounds the live stream's size; past it the
+	// oldest lines are discarded.
+	DefaultLiveMaxBytes = 256 << 20
+	// DefaultLivePerTask is how many live lines the stream keeps per task.
+	DefaultLivePerTask = 10000
+	// liveMaxMsgSize bounds one live line on the wire: its text is at most
+	// subjects.MaxLiveText, with room for the other fields.
+	liveMaxMsgSize = 16 << 10
 )
 
 // Settings are the deployment-wide settings of the streams and buckets.
@@ -55,6 +66,15 @@ type Settings struct {
 	// DLQMaxMsgs is how many entries the DLQ stream keeps (its MaxMsgs,
 	// default 0: no limit but DLQMaxAge); past it the oldest is discarded.
 	DLQMaxMsgs int64
+	// LiveMaxAge is how long the live stream keeps an agent's activity
+	// line (its MaxAge, default 24h).
+	LiveMaxAge time.Duration
+	// LiveMaxBytes bounds the live stream (its MaxBytes, default 256 MiB);
+	// past it the oldest lines are discarded.
+	LiveMaxBytes int64
+	// LivePerTask is how many lines of one task the live stream keeps (its
+	// MaxMsgsPerSubject, default 10000); older ones are discarded.
+	LivePerTask int
 }
 
 // withDefaults validates s and fills in its zero fields.
@@ -72,6 +92,21 @@ func (s Settings) withDefaults() (Settings, error) {
 		return s, fmt.Errorf("settings: lessons per type %d is negative", s.LessonsPerType)
 	case s.DLQMaxMsgs < 0:
 		return s, fmt.Errorf("settings: DLQ max messages %d is negative", s.DLQMaxMsgs)
+	case s.LiveMaxAge < 0:
+		return s, fmt.Errorf("settings: live max age %s is negative", s.LiveMaxAge)
+	case s.LiveMaxBytes < 0:
+		return s, fmt.Errorf("settings: live max bytes %d is negative", s.LiveMaxBytes)
+	case s.LivePerTask < 0:
+		return s, fmt.Errorf("settings: live lines per task %d is negative", s.LivePerTask)
+	}
+	if s.LiveMaxAge == 0 {
+		s.LiveMaxAge = DefaultLiveMaxAge
+	}
+	if s.LiveMaxBytes == 0 {
+		s.LiveMaxBytes = DefaultLiveMaxBytes
+	}
+	if s.LivePerTask == 0 {
+		s.LivePerTask = DefaultLivePerTask
 	}
 	if s.Replicas == 0 {
 		s.Replicas = 1
@@ -90,7 +125,7 @@ func (s Settings) withDefaults() (Settings, error) {
 	for _, a := range []struct {
 		name string
 		age  time.Duration
-	}{{"DLQ max age", s.DLQMaxAge}, {"lessons max age", s.LessonsMaxAge}} {
+	}{{"DLQ max age", s.DLQMaxAge}, {"lessons max age", s.LessonsMaxAge}, {"live max age", s.LiveMaxAge}} {
 		if a.age > 0 && a.age < s.DuplicateWindow { // the server refuses it
 			return s, fmt.Errorf("settings: %s %s is shorter than the duplicate window %s", a.name, a.age, s.DuplicateWindow)
 		}
@@ -112,9 +147,9 @@ func ageLimit(d, def time.Duration) time.Duration {
 
 // Resources are the streams and buckets of one deployment.
 type Resources struct {
-	Tasks, Audit, DLQ, Lessons jetstream.Stream
-	State, Cache               jetstream.KeyValue
-	Blobs                      jetstream.ObjectStore
+	Tasks, Audit, DLQ, Lessons, Live jetstream.Stream
+	State, Cache                     jetstream.KeyValue
+	Blobs                            jetstream.ObjectStore
 }
 
 // Provision creates the streams and buckets of the contract where missing
@@ -150,6 +185,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, s Settings, log *slo
 		return nil, fmt.Errorf("provision: %w", err)
 	}
 	if r.Lessons, err = p.limitedStream(ctx, p.lessonsConfig()); err != nil {
+		return nil, fmt.Errorf("provision: %w", err)
+	}
+	if r.Live, err = p.limitedStream(ctx, p.liveConfig()); err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
 	if r.State, err = p.stateBucket(ctx); err != nil {
@@ -252,6 +290,27 @@ func (p *provisioner) lessonsConfig() jetstream.StreamConfig {
 	}
 }
 
+// liveConfig is the live stream: agents' activity while their roles run,
+// kept LivePerTask lines per task for at most LiveMaxAge and LiveMaxBytes
+// in all, the oldest discarded first. It is a window on what is running,
+// not a record: the audit stream is.
+func (p *provisioner) liveConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              p.s.Names.LiveStream(),
+		Subjects:          []string{p.s.Names.LiveWildcard()},
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardOld,
+		Storage:           jetstream.FileStorage,
+		Replicas:          p.s.Replicas,
+		Duplicates:        p.s.DuplicateWindow,
+		MaxAge:            p.s.LiveMaxAge,
+		MaxBytes:          p.s.LiveMaxBytes,
+		MaxMsgs:           -1,
+		MaxMsgsPerSubject: int64(p.s.LivePerTask),
+		MaxMsgSize:        liveMaxMsgSize,
+	}
+}
+
 // limitedStream creates or gets the stream cfg describes, reconciles its
 // duplicate window (see stream), then its subjects and limits: MaxAge,
 // MaxMsgs and MaxMsgsPerSubject. Each change is logged.
@@ -277,6 +336,10 @@ func (p *provisioner) limitedStream(ctx context.Context, cfg jetstream.StreamCon
 	if cur.MaxMsgs != cfg.MaxMsgs {
 		changes = append(changes, change{"max_msgs", cur.MaxMsgs, cfg.MaxMsgs})
 		cur.MaxMsgs = cfg.MaxMsgs
+	}
+	if cur.MaxBytes != cfg.MaxBytes && cfg.MaxBytes != 0 {
+		changes = append(changes, change{"max_bytes", cur.MaxBytes, cfg.MaxBytes})
+		cur.MaxBytes = cfg.MaxBytes
 	}
 	if cur.MaxMsgsPerSubject != cfg.MaxMsgsPerSubject && cfg.MaxMsgsPerSubject != 0 {
 		changes = append(changes, change{"max_msgs_per_subject", cur.MaxMsgsPerSubject, cfg.MaxMsgsPerSubject})

@@ -127,7 +127,7 @@ func TestProvisionConcurrent(t *testing.T) {
 	}
 	require.NoError(t, lister.Err())
 	require.ElementsMatch(t, []string{
-		"DROVER_TASKS", "DROVER_AUDIT", "DROVER_DLQ", "DROVER_LESSONS",
+		"DROVER_TASKS", "DROVER_AUDIT", "DROVER_DLQ", "DROVER_LESSONS", "DROVER_LIVE",
 		"KV_drover_state", "KV_drover_cache", "OBJ_drover_blobs",
 	}, names)
 	_, err := js.KeyValue(ctx, "drover_state")

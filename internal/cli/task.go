@@ -27,7 +27,7 @@ func newTaskCmd(g *globals) *cobra.Command {
 		Short: "Inspect tasks",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newTaskGetCmd(g), newTaskDiffCmd(g))
+	cmd.AddCommand(newTaskGetCmd(g), newTaskDiffCmd(g), newTaskLogsCmd(g))
 	return cmd
 }
 

@@ -185,6 +185,7 @@ func (s *Server) register() {
 	s.handle("GET "+s.base+"/workflows/{wf}", s.page(s.boardPage))
 	s.handle("POST "+s.base+"/workflows/{wf}/{action}", s.page(s.controlAction))
 	s.handle("GET "+s.base+"/tasks/{wf}/{task}", s.page(s.taskPage))
+	s.handle("GET "+s.base+"/tasks/{wf}/{task}/live", http.HandlerFunc(s.liveEvents))
 	s.handle("GET "+s.base+"/audit", s.page(s.auditPage))
 	s.handle("GET "+s.base+"/dlq", s.page(s.dlqPage))
 	s.handle("GET "+s.base+"/dlq/{seq}", s.page(s.dlqEntryPage))

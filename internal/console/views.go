@@ -221,12 +221,16 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		return nil
 	})
+	live, liveSeq, err := s.liveLines(ctx, wf, id)
+	if err != nil {
+		s.log.Warn("console: live activity not read", "workflow", wf, "task", id, "err", err)
+	}
 	lines, truncated := Highlight(diff)
 	data := map[string]any{"WF": wf, "ID": id, "HasState": hasState, "State": st, "Timeline": timeline,
 		"Attempts": len(attempts), "DLQ": entries, "Diff": lines, "DiffTruncated": truncated, "DiffFrom": diffFrom,
-		"Col": Column(st.State, st.Stage, st.Worker), "Result": prettyJSON(st.Result), "Req": req}
+		"Col": Column(st.State, st.Stage, st.Worker), "Result": prettyJSON(st.Result), "Req": req, "Live": live}
 	return s.render(w, r, "task", "Task "+id, "task", data, map[string]string{"wf": wf, "task": id, "rev": strconv.FormatUint(rev, 10),
-		"after": strconv.FormatUint(lastSeq, 10)})
+		"after": strconv.FormatUint(lastSeq, 10), "liveseq": strconv.FormatUint(liveSeq, 10), "livecap": strconv.Itoa(maxLiveRows)})
 }
 
 // eventName matches an actor or event type given as a filter.

@@ -21,6 +21,7 @@ type Metrics struct {
 	runnerCalls  *prometheus.CounterVec
 	cache        *prometheus.CounterVec
 	cachePutFail prometheus.Counter
+	liveLines    *prometheus.CounterVec
 	auditPublish prometheus.Histogram
 	roleGap      *prometheus.HistogramVec
 	submitStart  prometheus.Histogram
@@ -62,6 +63,9 @@ func NewMetrics() *Metrics {
 		cachePutFail: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "drover_cache_put_failures_total", Help: "Role results that could not be cached.",
 		}),
+		liveLines: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_live_lines_total", Help: "Agents' live activity lines by result: published, or dropped (over a role run's bounds, or the publisher behind).",
+		}, []string{"result"}),
 		auditPublish: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "drover_audit_publish_seconds", Help: "Latency of fenced audit publishes.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
@@ -112,7 +116,7 @@ func NewMetrics() *Metrics {
 	for _, a := range settleActions {
 		m.settled.WithLabelValues(a)
 	}
-	r.MustRegister(m.tasks, m.roleDuration, m.runnerCalls, m.cache, m.cachePutFail, m.auditPublish, m.roleGap, m.submitStart,
+	r.MustRegister(m.tasks, m.roleDuration, m.runnerCalls, m.cache, m.cachePutFail, m.liveLines, m.auditPublish, m.roleGap, m.submitStart,
 		m.dlq, m.inFlight, m.poolSize, m.redeliveries, m.settled, m.heartbeats, m.panics, m.jsAvailable, m.auditWeak, m.storeFull,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -140,6 +144,15 @@ func (m *Metrics) TaskDone(outcome subjects.EventType) {
 
 // CachePutFailed counts a result that could not be cached.
 func (m *Metrics) CachePutFailed() { m.cachePutFail.Inc() }
+
+// LiveLine implements pipeline.LiveMetrics.
+func (m *Metrics) LiveLine(published bool) {
+	if published {
+		m.liveLines.WithLabelValues("published").Inc()
+	} else {
+		m.liveLines.WithLabelValues("dropped").Inc()
+	}
+}
 
 // AuditPublished observes one audit publish.
 func (m *Metrics) AuditPublished(d time.Duration) { m.auditPublish.Observe(d.Seconds()) }

@@ -195,6 +195,7 @@ type Pipeline struct {
 	ids     [3]string
 	kinds   [3]string // the ids without their fingerprints, for spans
 	cached  [3]bool   // whether the role's results go through the cache
+	live    liveStats // live activity lines published and dropped
 }
 
 // New returns a Pipeline.

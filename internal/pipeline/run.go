@@ -268,7 +268,10 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	}
 	start := time.Now()
 	p.observeStart(t, req, start)
+	live := p.startLive(t, req)
+	req.Activity = live.activity()
 	res, err := p.runners[i].Run(ctx, req)
+	live.close()
 	rr.dur = time.Since(start)
 	t.runnerEnded = start.Add(rr.dur)
 	if err == nil && !subjects.ValidJSON(res.Output) {

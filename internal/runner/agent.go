@@ -53,6 +53,9 @@ type agentPreset struct {
 	inherit []string
 	// parse reads the CLI's stdout.
 	parse func(ctx context.Context, out []byte) (agentReport, error)
+	// activity decodes one line of its stdout, as it comes, into the
+	// role's live activity.
+	activity activityDecoder
 	// errOnStderr: the CLI prints its failure's report on stderr, which
 	// parse then reads when stdout has none.
 	errOnStderr bool
@@ -74,7 +77,8 @@ var agentPresets = map[string]agentPreset{
 			"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
 			"CLAUDE_CODE_USE_VERTEX", "ANTHROPIC_VERTEX_PROJECT_ID", "ANTHROPIC_VERTEX_BASE_URL", "CLOUD_ML_REGION",
 			"GOOGLE_APPLICATION_CREDENTIALS"},
-		parse: parseClaude,
+		parse:    parseClaude,
+		activity: claudeActivity,
 	},
 	AgentCodex: {
 		// Drover's sandbox contains it, so codex's own (which needs
@@ -82,8 +86,9 @@ var agentPresets = map[string]agentPreset{
 		argv: []string{"codex", "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-"},
 		inherit: []string{"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORGANIZATION", "OPENAI_PROJECT",
 			"CODEX_HOME", "AZURE_OPENAI_API_KEY"},
-		parse: parseCodex,
-		model: codexModel,
+		parse:    parseCodex,
+		activity: codexActivity,
+		model:    codexModel,
 	},
 	AgentGemini: {
 		// Non-interactive when stdin is not a terminal; yolo approves
@@ -94,14 +99,16 @@ var agentPresets = map[string]agentPreset{
 		errOnStderr: true,
 		inherit: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GEMINI_MODEL", "GEMINI_CLI_HOME",
 			"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS"},
-		parse: parseGemini,
+		parse:    parseGemini,
+		activity: noActivity, // one JSON document at the end: nothing to show while it runs
 	},
 	AgentOpencode: {
 		// run approves every tool call; the prompt comes on stdin.
 		argv: []string{"opencode", "run", "--format", "json"},
 		inherit: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY", "OPENROUTER_API_KEY",
 			"OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT"},
-		parse: parseOpencode,
+		parse:    parseOpencode,
+		activity: opencodeActivity,
 	},
 }
 

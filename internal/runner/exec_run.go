@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -88,6 +89,13 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), stdout, stderr
+	var live *activityWriter
+	if req.Activity != nil {
+		// Each line as it comes, to the role's live activity; the output
+		// is still read whole from stdout's buffer at the end.
+		live = &activityWriter{decode: agentPresets[e.cfg.Agent].activity, emit: req.Activity}
+		cmd.Stdout = io.MultiWriter(stdout, live)
+	}
 	cmd.WaitDelay = e.waitDelay
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
@@ -98,6 +106,9 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	err = cmd.Wait()
 	killGroup(cmd) // no process outlives its role
+	if live != nil {
+		live.flush() // a last line without its newline
+	}
 	switch {
 	case stdout.exceeded:
 		return Result{}, fmt.Errorf("exec %s: stdout exceeds %d bytes; the process was killed", name, e.cfg.MaxOutputBytes)

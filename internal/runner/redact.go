@@ -11,8 +11,9 @@ import (
 
 // WithRedact masks the secrets r knows in everything the inner runner
 // hands back: every string of the Result (Output's JSON strings, Action,
-// Reasoning, Metadata's strings at any depth) and the text of its error,
-// which still wraps the original (errors.Is and errors.As see through).
+// Reasoning, Metadata's strings at any depth), the text of its error,
+// which still wraps the original (errors.Is and errors.As see through),
+// and every line of its live activity (Request.Activity).
 // Audit events, DLQ headers, lessons, task state, logs and spans are all
 // built from these, so a secret an agent prints never reaches the record.
 // With an empty r it returns the runner unchanged.
@@ -22,6 +23,12 @@ func WithRedact(r *redact.Redactor) Middleware {
 			return next
 		}
 		return Func{ID: next.Identity(), InCaller: RunsInline(next), F: func(ctx context.Context, req Request) (Result, error) {
+			if emit := req.Activity; emit != nil {
+				req.Activity = func(a Activity) {
+					a.Tool, a.Text = r.String(a.Tool), r.String(a.Text)
+					emit(a)
+				}
+			}
 			res, err := next.Run(ctx, req)
 			if err != nil {
 				return Result{}, r.Error(err)

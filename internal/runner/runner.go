@@ -80,6 +80,15 @@ type Request struct {
 	// Runners pass it on: exec as the TRACEPARENT variable, openai as the
 	// traceparent header. It is not part of the cache key.
 	TraceParent string `json:"-"`
+	// Activity, when set, gets the role's live activity as it happens:
+	// an exec runner's agent messages, tool calls and results (a preset's
+	// streaming events) or stdout lines (a plain exec agent). It is called
+	// from the runner's goroutines, one call at a time, and must return at
+	// once: a receiver that publishes does so asynchronously and drops what
+	// it cannot keep up with. WithRedact masks the secrets in the text; the
+	// receiver escapes it (see LiveText). nil: no activity. It is not part
+	// of the cache key.
+	Activity func(Activity) `json:"-"`
 }
 
 // Workspace is what a role learns of its task's git workspace.

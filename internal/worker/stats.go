@@ -52,6 +52,14 @@ func (c *counts) CachePutFailed() {
 	}
 }
 
+// LiveLine implements pipeline.LiveMetrics, forwarding to the configured
+// metrics when they count live lines.
+func (c *counts) LiveLine(published bool) {
+	if lm, ok := c.next.(pipeline.LiveMetrics); ok {
+		lm.LiveLine(published)
+	}
+}
+
 func (c *counts) AuditPublished(d time.Duration) {
 	if c.next != nil {
 		c.next.AuditPublished(d)
