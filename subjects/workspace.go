@@ -58,6 +58,9 @@ type AgentSession struct {
 	// ({"blob", "bytes", "truncated": true, "head": ""}); absent when it
 	// was not kept.
 	State json.RawMessage `json:"state,omitempty"`
+	// CostUSD is the session's cost so far as the CLI reported it (which
+	// counts a resumed session's earlier runs), when it reports one.
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // Last returns the last recorded attempt, if any.

@@ -50,6 +50,7 @@ func sessionOf(md map[string]any) *subjects.AgentSession {
 		return nil
 	}
 	s := &subjects.AgentSession{Agent: agent, ID: id}
+	s.CostUSD, _ = md["session_cost_usd"].(float64)
 	switch ref := md[metaSessionState].(type) {
 	case json.RawMessage:
 		s.State = ref
@@ -71,7 +72,7 @@ func (p *Pipeline) resumeSession(ctx context.Context, t *taskRun, req *runner.Re
 		return
 	}
 	s := last.Session
-	req.Session = &runner.Session{Agent: s.Agent, ID: s.ID}
+	req.Session = &runner.Session{Agent: s.Agent, ID: s.ID, CostUSD: s.CostUSD}
 	if len(s.State) == 0 {
 		req.Session.Missing = "none was kept"
 		return

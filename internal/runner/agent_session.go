@@ -38,6 +38,10 @@ type Session struct {
 	// why.
 	State   []byte
 	Missing string
+	// CostUSD is the session's cost as the CLI last reported it
+	// (metadata "session_cost_usd"): Claude Code's total_cost_usd of a
+	// resumed session counts the earlier runs too.
+	CostUSD float64
 }
 
 // SessionState is an agent's session after an implementer's run: what a
@@ -80,6 +84,12 @@ func (e *Exec) runSession(ctx context.Context, req Request) (Result, error) {
 	}
 	if res.Metadata == nil {
 		res.Metadata = map[string]any{}
+	}
+	if c, ok := res.Metadata["cost_usd"].(float64); ok {
+		res.Metadata["session_cost_usd"] = c
+		if mode == SessionResumed && req.Session.CostUSD > 0 && c >= req.Session.CostUSD {
+			res.Metadata["cost_usd"] = c - req.Session.CostUSD // this run's own
+		}
 	}
 	res.Metadata["session"] = mode
 	if reason != "" {

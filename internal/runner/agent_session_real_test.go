@@ -68,7 +68,9 @@ func TestRealClaudeCodeSessionKept(t *testing.T) {
 
 	// Another worker: a new HOME, the state restored into it.
 	before := len(fake.Requests())
-	second := run(filepath.Join(t.TempDir(), "home"), 2, &Session{Agent: AgentClaudeCode, ID: id, State: first.Session.Data})
+	firstCost, _ := first.Metadata["cost_usd"].(float64)
+	require.Equal(t, firstCost, first.Metadata["session_cost_usd"])
+	second := run(filepath.Join(t.TempDir(), "home"), 2, &Session{Agent: AgentClaudeCode, ID: id, State: first.Session.Data, CostUSD: firstCost})
 	require.Equal(t, SessionResumed, second.Metadata["session"], "%v", second.Metadata)
 	require.JSONEq(t, `{"change":"second attempt"}`, string(second.Output), "the script went on from the earlier conversation")
 	require.Equal(t, id, second.Metadata["session_id"])
@@ -76,6 +78,10 @@ func TestRealClaudeCodeSessionKept(t *testing.T) {
 	require.Equal(t, id, resumed.Session, "the CLI continued the session")
 	require.Greater(t, resumed.Messages, firstReqs[len(firstReqs)-1].Messages, "the resumed request carries the earlier conversation")
 	require.Contains(t, string(resumed.Body), "add a test")
+	// The CLI's total counts the session's first run too; the result's
+	// cost is the resumed run's own: its one call at $3 and $15 a million.
+	require.InDelta(t, firstCost+(1200*3+10*15)/1e6, second.Metadata["session_cost_usd"], 1e-9)
+	require.InDelta(t, (1200*3+10*15)/1e6, second.Metadata["cost_usd"], 1e-9)
 	require.NotContains(t, string(resumed.Body[strings.LastIndex(string(resumed.Body), `"role":"user"`):]), "You are the implementer", "a resumed attempt gets the short prompt")
 
 	for _, tc := range []struct {
