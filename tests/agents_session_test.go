@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +30,10 @@ type sessionRig struct {
 	*bundle
 	fake *agenttest.Anthropic
 	wait string // the file the judge waits for (rigOptions.wait)
+	// config is the configuration of a worker with its own workspace
+	// directory.
+	config func() string
+	a      *proc // worker A, started with the rig
 }
 
 // rigOptions: metered, the fake reports measured usage with prompt
@@ -68,7 +73,8 @@ func startSessionRig(t *testing.T, o rigOptions, script ...agenttest.Turn) *sess
 		judgeEnv += fmt.Sprintf("JUDGE_WAIT: %q", r.wait)
 	}
 	remote := newGitRemote(t)
-	cfg := fmt.Sprintf(`roles:
+	r.config = func() string {
+		return fmt.Sprintf(`roles:
   planner: {runner: sim}
   implementer:
     agent: claude-code
@@ -81,11 +87,18 @@ workspace:
 sandbox:
   read_only: [%q, %q, %q]
 `, agenttest.Path(bin), r.fake.URL, judge, judgeEnv, remote.dir, filepath.Join(t.TempDir(), "workspaces"),
-		clis, filepath.Dir(judge), waitDir)
-	path := filepath.Join(t.TempDir(), "drover.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
-	r.startProc("--config", path)
+			clis, filepath.Dir(judge), waitDir)
+	}
+	r.a = r.start("A")
 	return r
+}
+
+// start starts a worker process with its own workspace directory.
+func (r *sessionRig) start(id string) *proc {
+	r.t.Helper()
+	path := filepath.Join(r.t.TempDir(), "drover.yaml")
+	require.NoError(r.t, os.WriteFile(path, []byte(r.config()), 0o600))
+	return r.startProc("--config", path, "--worker-id", id, "--ack-wait", "2s")
 }
 
 // implementerEvents returns the task's implementer_change events by
@@ -247,6 +260,36 @@ func TestAgentSessionKeptAcrossAttempts(t *testing.T) {
 	}
 	t.Logf("kept/cold: fresh input %.0f%%, money %.0f%%", 100*float64(kept.fresh)/float64(cold.fresh), 100*kept.usd/cold.usd)
 	require.Less(t, kept.usd, cold.usd)
+}
+
+// A worker killed while the judge runs attempt 1: another worker, with
+// its own workspace directory and so a fresh private HOME, runs the
+// judge's rejection and attempt 2, which resumes the session kept in the
+// object store: the fake sees the same session go on.
+func TestAgentSessionResumedOnAnotherWorker(t *testing.T) {
+	t.Parallel()
+	r := startSessionRig(t, rigOptions{metered: true, wait: true}, implementerScript()...)
+	t.Cleanup(func() { _ = os.WriteFile(r.wait, nil, 0o600) }) // no judge left waiting
+	after := r.submit(task("move", "T1"))
+	require.Eventually(t, func() bool { _, ok := r.implementerEvents("move", "T1")[1]; return ok },
+		2*time.Minute, 50*time.Millisecond, "attempt 1 is recorded")
+	r.a.signal(syscall.SIGKILL)
+	require.Error(t, r.a.wait(30*time.Second))
+	require.NoError(t, os.WriteFile(r.wait, nil, 0o600))
+	r.start("B")
+	end := r.waitTerminal("move", after, 1)["T1"]
+	require.Equal(t, subjects.EventTaskCompleted, end.EventType, "%s %s", end.Action, end.Error)
+
+	evs := r.implementerEvents("move", "T1")
+	require.Len(t, evs, 2)
+	require.Equal(t, "A", evs[1].Worker)
+	require.Equal(t, "B", evs[2].Worker)
+	m1, m2 := metaOf(t, evs[1]), metaOf(t, evs[2])
+	require.Equal(t, runner.SessionResumed, m2.Session, "%s", evs[2].Metadata)
+	require.Equal(t, m1.ID, m2.ID)
+	order, sessions := bySession(r.fake.Requests())
+	require.Equal(t, []string{m1.ID}, order, "one session across both workers")
+	require.Len(t, sessions[m1.ID], 7)
 }
 
 // A task budget stops a real agent's task: the implementer's cost, as
