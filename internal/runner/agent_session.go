@@ -177,7 +177,7 @@ func (e *Exec) render(req Request, text *string) (string, error) {
 // resumePrompt is what a resumed implementer is told: the conversation
 // already holds the task, the plan and its own work.
 func resumePrompt(req Request) string {
-	return fmt.Sprintf(`The judge rejected your previous attempt; this is attempt %d of %d. Your previous attempt's work is in the working directory. Address every point of this feedback:
+	return fmt.Sprintf(`Your previous attempt was rejected; this is attempt %d of %d. Your previous attempt's work is in the working directory. Address every point of this feedback:
 %s
 
 Then demonstrate "Done when" again, and reply as before with only a JSON object, no other text and no code fence:
