@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 )
@@ -43,6 +44,23 @@ type WorkspaceAttempt struct {
 	// PatchSHA256 is the sha256 of the attempt's patch from the base.
 	PatchSHA256 string `json:"patch_sha256"`
 	Empty       bool   `json:"empty,omitempty"`
+	// Session is the agent session the attempt left, which the next
+	// attempt resumes (absent: the implementer reported none).
+	Session *AgentSession `json:"session,omitempty"`
+}
+
+// AgentSession is an agent CLI's session: the preset that ran it, the
+// CLI's session ID and, when it was kept, its state in the object store.
+type AgentSession struct {
+	Agent string `json:"agent"`
+	ID    string `json:"id"`
+	// State is the blob reference of the session's state in drover_blobs
+	// ({"blob", "bytes", "truncated": true, "head": ""}); absent when it
+	// was not kept.
+	State json.RawMessage `json:"state,omitempty"`
+	// CostUSD is the session's cost so far as the CLI reported it (which
+	// counts a resumed session's earlier runs), when it reports one.
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // Last returns the last recorded attempt, if any.

@@ -52,6 +52,7 @@ func TestAgentsEndToEnd(t *testing.T) {
 prices:
   models:
     gpt-5-codex: {input: 1.25, output: 10}
+sandbox: none # the roles write in exec.dir, which the sandbox shows read-only
 `, dir, agenttest.Path(claudeBin), t.TempDir(), impl.URL, key, dir, agenttest.Path(codexBin), t.TempDir(), codexHome)
 	path := filepath.Join(t.TempDir(), "drover.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))

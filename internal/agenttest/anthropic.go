@@ -5,6 +5,7 @@
 package agenttest
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -43,6 +44,9 @@ type Request struct {
 	// earlier conversation.
 	Messages int
 	Body     []byte
+	// The usage the fake reported for it: input tokens not read from the
+	// cache, input tokens read from it, output tokens.
+	InputTokens, CacheReadTokens, OutputTokens int64
 }
 
 // Anthropic is a fake of the Messages API (POST /v1/messages, streaming
@@ -58,6 +62,62 @@ type Anthropic struct {
 	mu       sync.Mutex
 	requests []Request
 	in, out  int64
+	// Meter: usage is measured, not scripted (see Meter).
+	metered bool
+	seen    map[[sha256.Size]byte]bool
+	cached  int64
+}
+
+// Meter makes the fake report measured usage instead of the script's
+// input tokens, as the real API with prompt caching does: a request's
+// input is its system prompt, tools and messages at 4 bytes a token,
+// and the longest prefix of them (the system prompt and tools, then
+// whole messages) that an earlier request sent is read from the cache
+// (cache_read_input_tokens), the rest is input_tokens. A resumed session
+// re-sends its history, which is then mostly cache reads. Output tokens
+// stay the script's. Call it before the first request.
+func (f *Anthropic) Meter() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.metered, f.seen = true, map[[sha256.Size]byte]bool{}
+}
+
+// CacheReads is the input tokens the fake reported as read from the
+// cache, in all (Meter).
+func (f *Anthropic) CacheReads() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cached
+}
+
+// meter measures body's input: all of it and the part an earlier request
+// sent, in tokens. Called with f.mu held.
+func (f *Anthropic) meter(body []byte) (total, cached int64) {
+	var b struct {
+		System   json.RawMessage   `json:"system"`
+		Tools    json.RawMessage   `json:"tools"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return int64(len(body)+3) / 4, 0
+	}
+	parts := append([]json.RawMessage{append(append([]byte(nil), b.System...), b.Tools...)}, b.Messages...)
+	h := sha256.New()
+	hit := true
+	for _, p := range parts {
+		h.Write(p)
+		n := int64(len(p)+3) / 4
+		total += n
+		var sum [sha256.Size]byte
+		copy(sum[:], h.Sum(nil))
+		if hit && f.seen[sum] {
+			cached += n
+		} else {
+			hit = false
+		}
+		f.seen[sum] = true
+	}
+	return total, cached
 }
 
 // NewAnthropic starts the fake; it stops when t ends.
@@ -77,7 +137,8 @@ func (f *Anthropic) Requests() []Request {
 	return append([]Request(nil), f.requests...)
 }
 
-// Totals is the input and output tokens the fake reported in all.
+// Totals is the input (cache reads included) and output tokens the fake
+// reported in all.
 func (f *Anthropic) Totals() (in, out int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -133,9 +194,16 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.mu.Lock()
+	var cacheRead int64
+	if f.metered && turn.Status == 0 {
+		total, cached := f.meter(body)
+		turn.InputTokens, cacheRead = total-cached, cached
+		f.cached += cached
+	}
+	rec.InputTokens, rec.CacheReadTokens, rec.OutputTokens = turn.InputTokens, cacheRead, turn.OutputTokens
 	f.requests = append(f.requests, rec)
 	if turn.Status == 0 {
-		f.in += turn.InputTokens
+		f.in += turn.InputTokens + cacheRead
 		f.out += turn.OutputTokens
 	}
 	f.mu.Unlock()
@@ -168,7 +236,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{
 			"id": id, "type": "message", "role": "assistant", "model": b.Model, "content": []any{content},
 			"stop_reason": stop, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": turn.InputTokens, "output_tokens": turn.OutputTokens},
+			"usage": map[string]any{"input_tokens": turn.InputTokens, "output_tokens": turn.OutputTokens, "cache_read_input_tokens": cacheRead},
 		})
 		return
 	}
@@ -178,7 +246,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": b.Model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": turn.InputTokens, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+		"usage": map[string]any{"input_tokens": turn.InputTokens, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": cacheRead},
 	}})
 	sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": block})
 	sse(w, "ping", map[string]any{"type": "ping"})

@@ -142,6 +142,18 @@ func (s *Store) put(ctx context.Context, v []byte) (json.RawMessage, error) {
 	return ref, nil
 }
 
+// Put stores v under its sha256 as Shrink does and returns its name and
+// its reference without a head (v's content stays out of whatever holds
+// the reference).
+func (s *Store) Put(ctx context.Context, v []byte) (string, json.RawMessage, error) {
+	name, _ := reference(v)
+	if _, err := s.put(ctx, v); err != nil {
+		return "", nil, err
+	}
+	ref, _ := json.Marshal(Ref{Blob: name, Bytes: len(v), Truncated: true}) // a struct of strings and ints always encodes
+	return name, ref, nil
+}
+
 // digest is the object store's digest of v: "SHA-256=" and the base64url
 // of its sha256.
 func digest(v []byte) string {

@@ -34,6 +34,9 @@ type taskRun struct {
 	wsPin  *subjects.TaskWorkspace
 	ws     Workspace
 	change *subjects.WorkspaceChange
+	// session is the agent session this delivery's last implementer left
+	// (recorded with its attempt).
+	session *subjects.AgentSession
 }
 
 // claim finds where the task stands and makes this delivery its owner. It

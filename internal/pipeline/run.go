@@ -127,10 +127,12 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	if subjects.Role(t.st.Stage) == subjects.RoleImplementer {
 		req := runner.Request{Role: subjects.RoleImplementer, Task: t.req, Attempt: round, Plan: plan, Feedback: t.st.Feedback}
 		t.implementerWorkspace(&req)
+		p.resumeSession(ctx, t, &req)
 		rr, err := p.role(ctx, t, req)
 		if err != nil {
 			return p.roleFailed(ctx, t, subjects.RoleImplementer, round, err, rr.dur, nil, nil), true
 		}
+		t.session = sessionOf(rr.res.Metadata)
 		change = rr.res.Output
 		pending = append(pending, p.roleEvent(t, rr))
 		keep = t.keepChange(round, rr.key)
@@ -292,6 +294,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		if err := p.keepWork(ctx, t, req.Attempt, &res); err != nil {
 			return rr, fmt.Errorf("%s: workspace: %w", req.Role, err)
 		}
+		p.keepSession(ctx, t, &res)
 	}
 	rr.res = res
 	p.price(ctx, req, &rr)

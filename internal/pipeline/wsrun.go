@@ -250,7 +250,7 @@ func (p *Pipeline) applyChange(ctx context.Context, t *taskRun, attempt int, res
 
 // attemptRecord is the state's record of the change t.change.
 func (t *taskRun) attemptRecord(attempt int) subjects.WorkspaceAttempt {
-	return subjects.WorkspaceAttempt{Attempt: attempt, Head: t.change.Head, PatchSHA256: t.change.PatchSHA256, Empty: t.change.Empty}
+	return subjects.WorkspaceAttempt{Attempt: attempt, Head: t.change.Head, PatchSHA256: t.change.PatchSHA256, Empty: t.change.Empty, Session: t.session}
 }
 
 // withAttempt returns a copy of w with rec as its record of rec.Attempt

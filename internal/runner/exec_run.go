@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/droverhq/drover/subjects"
 )
 
 // Run implements Runner. It starts Argv directly (no shell: the task's text
@@ -21,12 +23,22 @@ import (
 // child's whole process group is killed and Run returns promptly. A missing
 // binary or working directory and a template that fails to render are
 // ErrPermanent; anything else (non-zero exit, unparsable output) is retried.
+// A preset agent's implementer keeps its session (runSession).
 func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
-	name := e.cfg.Argv[0]
+	if e.cfg.Agent != "" && req.Role == subjects.RoleImplementer && req.Role == e.role {
+		return e.runSession(ctx, req)
+	}
+	return e.run(ctx, req, e.cfg.Argv, nil)
+}
+
+// run runs argv (the configured one, or a preset's resume command) with
+// the rendered prompt, or with prompt when it is not nil.
+func (e *Exec) run(ctx context.Context, req Request, argv []string, prompt *string) (Result, error) {
+	name := argv[0]
 	if req.Role != e.role {
 		return Result{}, Permanentf("exec %s: runner for %s got a %s request", name, e.role, req.Role)
 	}
-	text, err := e.prompts.Render(e.role, promptData(req))
+	text, err := e.render(req, prompt)
 	if err != nil {
 		return Result{}, Permanentf("exec %s: %v", name, err)
 	}
@@ -78,12 +90,12 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	stderr := &tailWriter{max: e.cfg.MaxStderrBytes}
 	var cmd *exec.Cmd
 	if box == nil {
-		cmd = exec.CommandContext(runCtx, path, e.cfg.Argv[1:]...)
+		cmd = exec.CommandContext(runCtx, path, argv[1:]...)
 		cmd.Args[0] = name
 		cmd.Dir, cmd.Env = dir, env
 	} else {
 		box.spec.Env = env
-		cmd, err = e.cfg.Sandbox.Command(runCtx, box.spec, append([]string{path}, e.cfg.Argv[1:]...))
+		cmd, err = e.cfg.Sandbox.Command(runCtx, box.spec, append([]string{path}, argv[1:]...))
 		if err != nil {
 			return Result{}, fmt.Errorf("exec %s: %w", name, err)
 		}

@@ -75,6 +75,10 @@ type Request struct {
 	// Try is which try of this role this is for the task, from 1. It is not
 	// part of the cache key.
 	Try int `json:"-"`
+	// Session is the agent session the implementer's attempt resumes (the
+	// previous attempt's, from the task's record; nil: none). It is not
+	// part of the cache key: the feedback and the patch it starts from are.
+	Session *Session `json:"-"`
 	// TraceParent is the W3C trace context of the role's span (or the
 	// request's traceparent when tracing is off; "" when it has none).
 	// Runners pass it on: exec as the TRACEPARENT variable, openai as the
@@ -124,6 +128,10 @@ type Result struct {
 	Reasoning string `json:"reasoning"`
 	// Metadata is recorded in the audit event (token usage and the like).
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// Session is the agent's session state after an implementer's run,
+	// for the object store (nil: none kept). Not cached or recorded:
+	// the pipeline stores it and records its reference.
+	Session *SessionState `json:"-"`
 }
 
 // Runner executes one role.
