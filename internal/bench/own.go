@@ -96,7 +96,7 @@ func checkPrefix(ctx context.Context, js jetstream.JetStream, names subjects.Nam
 // be deleted is logged.
 func removeOwn(ctx context.Context, cfg Config, js jetstream.JetStream) {
 	n := cfg.Names
-	for _, s := range []string{n.TasksStream(), n.AuditStream(), n.DLQStream(), n.LessonsStream()} {
+	for _, s := range []string{n.TasksStream(), n.AuditStream(), n.DLQStream(), n.LessonsStream(), n.LiveStream()} {
 		if err := js.DeleteStream(ctx, s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			cfg.Log.Warn("could not delete a bench stream", "stream", s, "err", err)
 		}

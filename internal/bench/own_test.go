@@ -54,7 +54,7 @@ func TestRunExternalUsesItsOwnPrefix(t *testing.T) {
 	run(true)
 	own := subjects.MustNames(DefaultPrefix)
 	require.ElementsMatch(t, []string{
-		own.TasksStream(), own.AuditStream(), own.DLQStream(), own.LessonsStream(),
+		own.TasksStream(), own.AuditStream(), own.DLQStream(), own.LessonsStream(), own.LiveStream(),
 		"KV_" + own.StateBucket(), "KV_" + own.CacheBucket(), "OBJ_" + own.BlobStore(),
 	}, streamNames(t, js), "kept: the Drover phase's streams and buckets, none of the raw phases'")
 	_, err = js.Consumer(context.Background(), own.TasksStream(), own.Consumer(Queue))
