@@ -77,9 +77,10 @@ type liveFeed struct {
 	last    time.Time
 }
 
-// startLive returns the feed of req's run for t, with its publisher
-// started; nil when the pipeline has no JetStream to publish to. Close it
-// when the runner returns.
+// startLive returns the feed of req's run for t; nil when the pipeline
+// has no JetStream to publish to. Its buffer and publisher start with the
+// first line, so a role that says nothing (the sim, an openai call) costs
+// neither. Close it when the runner returns.
 func (p *Pipeline) startLive(t *taskRun, req runner.Request) *liveFeed {
 	if p.d.JS == nil {
 		return nil
@@ -89,11 +90,9 @@ func (p *Pipeline) startLive(t *taskRun, req runner.Request) *liveFeed {
 		subject: p.d.Names.LiveSubject(t.req.Workflow, t.req.ID),
 		line: subjects.LiveLine{Workflow: t.req.Workflow, Task: t.req.ID, Role: req.Role,
 			Attempt: req.Attempt, Try: req.Try, Worker: p.cfg.Worker},
-		ch:     make(chan subjects.LiveLine, liveBuffer),
 		tokens: liveBurst,
 		last:   time.Now(),
 	}
-	go f.publish(f.ch)
 	return f
 }
 
@@ -110,6 +109,10 @@ func (f *liveFeed) emit(a runner.Activity) {
 	if f.seq+f.dropped >= liveMaxLines || f.tokens < 1 {
 		f.drop()
 		return
+	}
+	if f.ch == nil {
+		f.ch = make(chan subjects.LiveLine, liveBuffer)
+		go f.publish(f.ch)
 	}
 	l := f.line
 	l.Seq, l.Kind, l.Tool, l.Text, l.Dropped, l.Time = f.seq+1, a.Kind, runner.LiveText(a.Tool), runner.LiveText(a.Text), f.dropped, now.UTC()
@@ -137,7 +140,9 @@ func (f *liveFeed) close() {
 	defer f.mu.Unlock()
 	if !f.closed {
 		f.closed = true
-		close(f.ch)
+		if f.ch != nil {
+			close(f.ch)
+		}
 	}
 }
 
