@@ -36,7 +36,7 @@ func serveSandbox(fs *pflag.FlagSet, g *globals, f *serveFlags, file config.Sand
 	default:
 		return nil, fmt.Errorf("--sandbox %.40q: want bubblewrap or none", f.sandboxMode)
 	}
-	cfg := sandbox.Config{Mode: f.sandboxMode, ReadOnly: file.ReadOnly}
+	cfg := sandbox.Config{Mode: f.sandboxMode, ReadOnly: file.ReadOnly, TmpBytes: file.TmpBytes}
 	hide := []string{f.data, f.config, f.server.passwordFile, f.server.tokenFile, f.server.config,
 		g.auth.NkeyFile, g.auth.CredsFile, g.auth.TLSKey}
 	if ws := workspaceConfig(*f); ws.Enabled() {

@@ -18,6 +18,7 @@ import (
 //	sandbox:
 //	  mode: bubblewrap   # the default; or none: uncontained, with a warning
 //	  read_only: [/opt/toolchain]
+//	  tmp_bytes: 1073741824  # the private /tmp, which is memory; 0: 1 GiB
 //
 // `sandbox: none` is short for `sandbox: {mode: none}`. Absent: bubblewrap,
 // which the worker checks at start when it runs agents.
@@ -34,7 +35,7 @@ func (s *Sandbox) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			switch k := n.Content[i]; k.Value {
-			case "mode", "read_only":
+			case "mode", "read_only", "tmp_bytes":
 			default:
 				return fmt.Errorf("line %d: unknown field %s in sandbox", k.Line, k.Value)
 			}
@@ -43,11 +44,12 @@ func (s *Sandbox) UnmarshalYAML(n *yaml.Node) error {
 	var c struct {
 		Mode     string   `yaml:"mode"`
 		ReadOnly []string `yaml:"read_only"`
+		TmpBytes int64    `yaml:"tmp_bytes"`
 	}
 	if err := n.Decode(&c); err != nil {
 		return err
 	}
-	s.Mode, s.ReadOnly = c.Mode, c.ReadOnly
+	s.Mode, s.ReadOnly, s.TmpBytes = c.Mode, c.ReadOnly, c.TmpBytes
 	return nil
 }
 
@@ -59,6 +61,9 @@ func (s Sandbox) validate(v *validator) {
 	case "", sandbox.ModeBubblewrap, sandbox.ModeNone:
 	default:
 		v.add("sandbox.mode", "%.40q: want bubblewrap or none", s.Mode)
+	}
+	if s.TmpBytes < 0 {
+		v.add("sandbox.tmp_bytes", "%d is negative", s.TmpBytes)
 	}
 	for i, p := range s.ReadOnly {
 		path := fmt.Sprintf("sandbox.read_only[%d]", i)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -78,7 +79,11 @@ func (s *Sandbox) args(spec Spec) []string {
 			visible = append(visible, d)
 		}
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", privateTmp)
+	tmp := s.cfg.TmpBytes
+	if tmp <= 0 {
+		tmp = DefaultTmpBytes
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.FormatInt(tmp, 10), "--tmpfs", privateTmp)
 
 	var ms []mount
 	for _, p := range s.cfg.ReadOnly {

@@ -45,7 +45,13 @@ type Config struct {
 	// directory: the worker's data directory, its config file. The worker
 	// sets them. A directory is shown empty, a file as /dev/null.
 	Hide []string `yaml:"-"`
+	// TmpBytes bounds the private /tmp, which is memory (a tmpfs), so an
+	// agent cannot fill the worker's RAM through it. Zero: DefaultTmpBytes.
+	TmpBytes int64 `yaml:"tmp_bytes"`
 }
+
+// DefaultTmpBytes is the size of a contained process's private /tmp.
+const DefaultTmpBytes = 1 << 30
 
 // Spec is one process to contain.
 type Spec struct {
@@ -96,6 +102,9 @@ func New(cfg Config) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox.mode: %q is not a mode: want %s or %s", cfg.Mode, ModeBubblewrap, ModeNone)
 	}
 	var err error
+	if cfg.TmpBytes < 0 {
+		return nil, fmt.Errorf("sandbox.tmp_bytes: %d is negative", cfg.TmpBytes)
+	}
 	if cfg.ReadOnly, err = absPaths("sandbox.read_only", cfg.ReadOnly); err != nil {
 		return nil, err
 	}

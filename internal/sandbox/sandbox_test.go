@@ -324,3 +324,19 @@ func TestPathsEnv(t *testing.T) {
 		require.Equal(t, "/private paths spec", strings.TrimSpace(out), mode)
 	}
 }
+
+// The private /tmp is memory: its size is bounded, so a process that
+// writes more than TmpBytes there gets "no space", not the worker's RAM.
+func TestTmpBounded(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel()
+	s, err := New(Config{TmpBytes: 1 << 20})
+	require.NoError(t, err)
+	out, stderr, err := run(t, s, Spec{Env: []string{"PATH=/usr/bin:/bin"}},
+		`head -c 2097152 /dev/zero > /tmp/fill 2>/dev/null && echo wrote || echo full; rm -f /tmp/fill; head -c 512000 /dev/zero > /tmp/small && echo small`)
+	require.NoError(t, err, stderr)
+	require.Equal(t, "full\nsmall", strings.TrimSpace(out))
+
+	_, err = New(Config{TmpBytes: -1})
+	require.ErrorContains(t, err, "sandbox.tmp_bytes")
+}
