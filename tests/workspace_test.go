@@ -56,13 +56,14 @@ func newWSRig(t *testing.T) *wsRig {
 
 // wsOptions shape a rig's configuration.
 type wsOptions struct {
-	execJudge bool   // the recording judge instead of the sim
-	judgeWait string // the file the recording judge waits for ("" none)
-	pushBatch int    // default 8
-	pushDelay string // default 20s: a batch goes out when full (see TestWorkspaceSixteenTasks)
-	noCache   bool   // cache: false on every role
-	agentWait string // the file the agent waits for after logging its call ("" none)
-	extra     string // appended to the config document
+	execJudge bool     // the recording judge instead of the sim
+	judgeWait string   // the file the recording judge waits for ("" none)
+	pushBatch int      // default 8
+	pushDelay string   // default 20s: a batch goes out when full (see TestWorkspaceSixteenTasks)
+	noCache   bool     // cache: false on every role
+	agentWait string   // the file the agent waits for after logging its call ("" none)
+	extra     string   // appended to the config document
+	readOnly  []string // further paths the sandbox shows (a merge check's)
 }
 
 // configYAML is a drover config file: planner on the sim, the scripted
@@ -87,7 +88,7 @@ func (r *wsRig) configYAML(dir string, o wsOptions) string {
 		judge = fmt.Sprintf("  judge: {%srunner: exec, exec: {argv: [sh, %q], env: {JUDGE_DIR: %q, JUDGE_WAIT: %q}, inherit: [PATH]}}\n",
 			cache, r.judge, r.rec.URL(r.t, r.judgeDir), o.judgeWait)
 	}
-	readOnly := []string{filepath.Dir(r.agent), filepath.Dir(r.judge)}
+	readOnly := append([]string{filepath.Dir(r.agent), filepath.Dir(r.judge)}, o.readOnly...)
 	for _, wait := range []string{o.agentWait, o.judgeWait} {
 		if wait != "" {
 			readOnly = append(readOnly, filepath.Dir(wait))
