@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,35 +26,43 @@ func TestAgentsEndToEnd(t *testing.T) {
 	t.Parallel()
 	claudeBin, codexBin := agenttest.CLI(t, "claude"), agenttest.CLI(t, "codex")
 	b := setup(t)
-	dir := t.TempDir()
 	const key = "sk-ant-e2e-0123456789"
 	impl := agenttest.NewAnthropic(t,
-		agenttest.Turn{Tool: "Write", Input: map[string]any{"file_path": filepath.Join(dir, "hello.txt"), "content": "hi\n"}, InputTokens: 1000, OutputTokens: 100},
-		agenttest.Turn{Tool: "Bash", Input: map[string]any{"command": "test -f hello.txt && echo verified > verified.txt"}, InputTokens: 1200, OutputTokens: 50},
+		agenttest.Turn{Tool: "Write", Input: map[string]any{"file_path": "hello.txt", "content": "hi\n"}, InputTokens: 1000, OutputTokens: 100},
+		agenttest.Turn{Tool: "Bash", Input: map[string]any{"command": "test -f hello.txt && echo verified-$((6*7))"}, InputTokens: 1200, OutputTokens: 50},
 		agenttest.Turn{Text: `{"change":"wrote hello.txt, key ` + key + `","files":["hello.txt"]}`, InputTokens: 1300, OutputTokens: 20},
 	)
 	judge := agenttest.NewResponses(t,
 		agenttest.Turn{Tool: "exec_command", Input: map[string]any{"cmd": "cat hello.txt"}, InputTokens: 800, OutputTokens: 30},
 		agenttest.Turn{Text: `{"verdict":"approve","feedback":"hello.txt is there"}`, InputTokens: 900, OutputTokens: 15},
 	)
-	codexHome := agenttest.CodexHome(t, judge.URL+"/v1", "gpt-5-codex")
+	// drover serve contains the agents: they see the CLIs read-only and,
+	// without a workspace, work in a fresh directory of their own, which
+	// the test cannot read: the command's output reaches it through the
+	// fake model, as the tool's result. Codex writes to its CODEX_HOME, so
+	// its configuration (agenttest.CodexHome's) is given on the command
+	// line, and it keeps its state in the sandbox's fresh HOME.
+	codexArgv, err := json.Marshal([]string{"codex", "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+		"-c", `model="gpt-5-codex"`, "-c", `model_provider="drover-fake"`,
+		"-c", fmt.Sprintf(`model_providers.drover-fake={name="drover fake", base_url=%q, env_key="OPENAI_API_KEY", wire_api="responses", request_max_retries=0, stream_max_retries=0}`, judge.URL+"/v1"),
+		"-"})
+	require.NoError(t, err)
 	cfg := fmt.Sprintf(`roles:
   planner: {runner: sim}
   implementer:
     agent: claude-code
     exec:
-      dir: %q
-      env: {PATH: %q, HOME: %q, ANTHROPIC_BASE_URL: %q, ANTHROPIC_API_KEY: %q, ANTHROPIC_MODEL: claude-sonnet-4-5, CLAUDE_CODE_MAX_RETRIES: "0"}
+      env: {PATH: %q, ANTHROPIC_BASE_URL: %q, ANTHROPIC_API_KEY: %q, ANTHROPIC_MODEL: claude-sonnet-4-5, CLAUDE_CODE_MAX_RETRIES: "0"}
   judge:
     agent: codex
     exec:
-      dir: %q
-      env: {PATH: %q, HOME: %q, CODEX_HOME: %q, OPENAI_API_KEY: sk-codex-e2e}
+      argv: %s
+      env: {PATH: %q, OPENAI_API_KEY: sk-codex-e2e}
 prices:
   models:
     gpt-5-codex: {input: 1.25, output: 10}
-sandbox: none # the roles write in exec.dir, which the sandbox shows read-only
-`, dir, agenttest.Path(claudeBin), t.TempDir(), impl.URL, key, dir, agenttest.Path(codexBin), t.TempDir(), codexHome)
+sandbox: {read_only: [%q, %q]}
+`, agenttest.Path(claudeBin), impl.URL, key, codexArgv, agenttest.Path(codexBin), filepath.Dir(claudeBin), filepath.Dir(codexBin))
 	path := filepath.Join(t.TempDir(), "drover.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	b.startProc("--config", path)
@@ -61,9 +70,11 @@ sandbox: none # the roles write in exec.dir, which the sandbox shows read-only
 	after := b.submit(task("agents", "T1"))
 	end := b.waitTerminal("agents", after, 1)["T1"]
 	require.Equal(t, subjects.EventTaskCompleted, end.EventType, "%s %s", end.Action, end.Error)
-	got, err := os.ReadFile(filepath.Join(dir, "verified.txt"))
-	require.NoError(t, err, "the implementer's command ran")
-	require.Equal(t, "verified\n", string(got))
+	ran := false // the Bash turn's result, in the request the last turn answered
+	for _, r := range impl.Requests() {
+		ran = ran || r.Turn == 2 && strings.Contains(string(r.Body), "verified-42") // the output, not the command
+	}
+	require.True(t, ran, "the implementer wrote hello.txt and its command ran")
 
 	implIn, implOut := impl.Totals()
 	judgeIn, judgeOut := judge.Totals()

@@ -31,7 +31,8 @@ func TestBudgetTwoWorkerProcesses(t *testing.T) {
 		return fmt.Sprintf("  %s:\n    runner: exec\n    exec: {argv: [sh, %q, %s], inherit: [PATH]}\n", name, script, name)
 	}
 	cfg := filepath.Join(t.TempDir(), "drover.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte("roles:\n"+role("planner")+role("implementer")+role("judge")), 0o600))
+	sandbox := fmt.Sprintf("sandbox: {read_only: [%q]}\n", filepath.Dir(script)) // serve contains the agent: show it its script
+	require.NoError(t, os.WriteFile(cfg, []byte("roles:\n"+role("planner")+role("implementer")+role("judge")+sandbox), 0o600))
 	const concurrency, limit, n = 3, 2.0, 30
 	for range 2 {
 		b.startProc("--config", cfg, "--concurrency", fmt.Sprint(concurrency), "--retry-backoff", "50ms", "--retry-backoff-max", "200ms")

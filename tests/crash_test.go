@@ -44,7 +44,7 @@ type crash struct {
 	forge    *forgetest.Server
 	opened   chan struct{} // the forge got the first create
 	unblock  func()        // lets the forge answer the first create (once)
-	checking string        // the merge check touches it as it starts
+	checking string        // the merge check creates it as it starts
 }
 
 // pushHook makes the remote's first push of a branch wait, after the ref
@@ -199,11 +199,17 @@ func runCrash(t *testing.T, row crashRow, noCache bool) {
 		oB.extra = oA.extra
 	}
 	if row.merge {
-		c.checking = filepath.Join(t.TempDir(), "checking")
+		dir := t.TempDir()
+		c.checking = filepath.Join(dir, "checking")
 		merge := func(check string) string {
 			return "delivery: merge\nmerge: {target: main, batch: 8, lease_ttl: 2s, check: {argv: " + check + ", timeout: 2m}}\n"
 		}
-		oA.extra = merge(fmt.Sprintf(`[sh, -c, 'touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done', %q, %q]`, c.checking, c.release))
+		// The check runs in the sandbox: it says it started through a
+		// recorder, and sees the release file's directory read-only.
+		rec := newRecorder(t, dir)
+		oA.extra = merge(fmt.Sprintf(`[sh, -c, 'curl -fsS --noproxy "*" --max-time 30 --data-binary "" "$0"; while [ ! -e "$1" ]; do sleep 0.05; done', %q, %q]`,
+			rec.URL(t, c.checking), c.release))
+		oA.readOnly = []string{filepath.Dir(c.release)}
 		oB.extra = merge("[sh, -c, 'exit 0']")
 	}
 	var argsA []string

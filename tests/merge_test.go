@@ -21,7 +21,8 @@ import (
 // main, with the scripted merge agent as the implementer and the sim judge.
 type mergeRig struct {
 	*wsRig
-	check string // the merge check's argv, as YAML
+	check    string   // the merge check's argv, as YAML
+	readOnly []string // paths the sandbox shows the check
 }
 
 func newMergeRig(t *testing.T, check string) *mergeRig {
@@ -35,7 +36,7 @@ func newMergeRig(t *testing.T, check string) *mergeRig {
 // startMergeProc runs a worker process with delivery merge.
 func (r *mergeRig) startMergeProc(id string) *proc {
 	r.t.Helper()
-	doc := r.configYAML(filepath.Join(r.t.TempDir(), "workspaces"), wsOptions{pushDelay: "50ms"}) +
+	doc := r.configYAML(filepath.Join(r.t.TempDir(), "workspaces"), wsOptions{pushDelay: "50ms", readOnly: r.readOnly}) +
 		"delivery: merge\nmerge: {target: main, batch: 8, lease_ttl: 2s, check: {argv: " + r.check + ", timeout: 2m}}\n"
 	cfg := filepath.Join(r.t.TempDir(), "drover.yaml")
 	require.NoError(r.t, os.WriteFile(cfg, []byte(doc), 0o644))
@@ -160,8 +161,13 @@ func TestMergeQueueMergerKilled(t *testing.T) {
 	dir := t.TempDir()
 	mark, release := filepath.Join(dir, "checking"), filepath.Join(dir, "release")
 	t.Cleanup(func() { _ = os.WriteFile(release, nil, 0o644) })
-	check := fmt.Sprintf(`[sh, -c, 'touch "$0"; while [ ! -e "$1" ]; do sleep 0.05; done', %q, %q]`, mark, release)
+	// The sandbox shows the check the release file's directory, read-only:
+	// it says it runs through a recorder.
+	rec := newRecorder(t, dir)
+	check := fmt.Sprintf(`[sh, -c, 'curl -fsS --noproxy "*" --max-time 30 --data-binary "" "$0"; while [ ! -e "$1" ]; do sleep 0.05; done', %q, %q]`,
+		rec.URL(t, mark), release)
 	r := newMergeRig(t, check)
+	r.readOnly = []string{dir}
 	a := r.startMergeProc("A")
 	ids := []string{"ok-01", "ok-02", "ok-03", "ok-04"}
 	after := r.submit(wsTasks("kill", ids...)...)

@@ -250,7 +250,10 @@ func TestReviewInsteadRejectionReachesTheImplementer(t *testing.T) {
 	got := r.waitTerminal("rvi", after, 1)
 	res := wsResult(t, got["commit-1"])
 	require.Equal(t, 0, r.judgeCalls("commit-1"), "the judge never runs")
-	require.Equal(t, "2", gitIn(t, r.remote.dir, "rev-list", "--count", r.remote.base+".."+res.Head), "attempt 2 builds on attempt 1's commit")
+	// Each attempt is the agent's own commit and Drover's with the
+	// trailers on top (empty: the agent committed everything itself).
+	require.Equal(t, "drover: commit-1 attempt 2\nagent: commit-1 by itself\ndrover: commit-1 attempt 1\nagent: commit-1 by itself",
+		gitIn(t, r.remote.dir, "log", "--format=%s", r.remote.base+".."+res.Head), "attempt 2 builds on attempt 1's commit")
 	require.Equal(t, "change of commit-1\nattempt 2", gitIn(t, r.remote.dir, "show", res.Head+":tasks/commit-1.txt"))
 	r.verifyAudit()
 }

@@ -61,14 +61,16 @@ func TestTokensNeverLeave(t *testing.T) {
 	script, err := filepath.Abs(filepath.Join("testdata", "token_agent.sh"))
 	require.NoError(t, err)
 	agentDir := t.TempDir()
+	rec := newRecorder(t, agentDir) // the contained agents save their requests through it
 	exec := func(role string) string {
 		return fmt.Sprintf("  %s: {runner: exec, timeout: 1m, exec: {argv: [sh, %q, %s], env: {TOKEN_AGENT_DIR: %q}, inherit: [PATH, %s, %s]}}\n",
-			role, script, role, agentDir, prTokenEnv, modelKeyEnv)
+			role, script, role, rec.URL(t, agentDir), prTokenEnv, modelKeyEnv)
 	}
 	doc := "roles:\n" +
 		fmt.Sprintf("  planner: {runner: openai, timeout: 1m, openai: {base_url: %q, model: tiny, api_key_env: %s, max_retries: -1, allow_insecure_http: true}}\n",
 			model.URL+"/v1", modelKeyEnv) +
 		exec("implementer") + exec("judge") +
+		fmt.Sprintf("sandbox: {read_only: [%q]}\n", filepath.Dir(script)) +
 		fmt.Sprintf("workspace: {repo: %q, dir: %q, push: true, push_delay: 100ms}\n", r.remote.dir, filepath.Join(t.TempDir(), "ws")) +
 		fmt.Sprintf("delivery: pull_request\npull_request: {forge: github, api_url: %q, repo: acme/app, base: main, token_env: %s}\n", f.APIURL(), prTokenEnv)
 	cfg := filepath.Join(t.TempDir(), "drover.yaml")

@@ -38,6 +38,7 @@ type wsRig struct {
 	judgeDir string // the recording judge's inputs
 	agent    string // tests/testdata/ws_agent.sh
 	judge    string // tests/testdata/ws_judge.sh
+	rec      *recorder
 }
 
 func newWSRig(t *testing.T) *wsRig {
@@ -48,25 +49,29 @@ func newWSRig(t *testing.T) *wsRig {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	r := &wsRig{bundle: setup(t), remote: newGitRemote(t), calls: filepath.Join(dir, "calls.log"),
-		judgeDir: filepath.Join(dir, "judge"), agent: agent, judge: judge}
+		judgeDir: filepath.Join(dir, "judge"), agent: agent, judge: judge, rec: newRecorder(t, dir)}
 	require.NoError(t, os.Mkdir(r.judgeDir, 0o755))
 	return r
 }
 
 // wsOptions shape a rig's configuration.
 type wsOptions struct {
-	execJudge bool   // the recording judge instead of the sim
-	judgeWait string // the file the recording judge waits for ("" none)
-	pushBatch int    // default 8
-	pushDelay string // default 20s: a batch goes out when full (see TestWorkspaceSixteenTasks)
-	noCache   bool   // cache: false on every role
-	agentWait string // the file the agent waits for after logging its call ("" none)
-	extra     string // appended to the config document
+	execJudge bool     // the recording judge instead of the sim
+	judgeWait string   // the file the recording judge waits for ("" none)
+	pushBatch int      // default 8
+	pushDelay string   // default 20s: a batch goes out when full (see TestWorkspaceSixteenTasks)
+	noCache   bool     // cache: false on every role
+	agentWait string   // the file the agent waits for after logging its call ("" none)
+	extra     string   // appended to the config document
+	readOnly  []string // further paths the sandbox shows (a merge check's)
 }
 
 // configYAML is a drover config file: planner on the sim, the scripted
 // agent as the exec implementer, the sim or the recording judge, and
-// workspaces in dir pushing to the rig's remote.
+// workspaces in dir pushing to the rig's remote. The agent and the judge
+// record their calls through the rig's recorder, and the sandbox shows
+// them, read-only, the scripts and the files they wait for: drover serve
+// contains them.
 func (r *wsRig) configYAML(dir string, o wsOptions) string {
 	if o.pushBatch == 0 {
 		o.pushBatch = 8
@@ -81,8 +86,16 @@ func (r *wsRig) configYAML(dir string, o wsOptions) string {
 	judge := fmt.Sprintf("  judge: {%srunner: sim}\n", cache)
 	if o.execJudge {
 		judge = fmt.Sprintf("  judge: {%srunner: exec, exec: {argv: [sh, %q], env: {JUDGE_DIR: %q, JUDGE_WAIT: %q}, inherit: [PATH]}}\n",
-			cache, r.judge, r.judgeDir, o.judgeWait)
+			cache, r.judge, r.rec.URL(r.t, r.judgeDir), o.judgeWait)
 	}
+	readOnly := append([]string{filepath.Dir(r.agent), filepath.Dir(r.judge)}, o.readOnly...)
+	for _, wait := range []string{o.agentWait, o.judgeWait} {
+		if wait != "" {
+			readOnly = append(readOnly, filepath.Dir(wait))
+		}
+	}
+	sandbox, err := json.Marshal(map[string][]string{"read_only": readOnly})
+	require.NoError(r.t, err)
 	return fmt.Sprintf(`roles:
   planner: {%[1]srunner: sim}
   implementer: {%[1]srunner: exec, exec: {argv: [sh, %[2]q], env: {AGENT_CALL_LOG: %[3]q, AGENT_WAIT: %[4]q}, inherit: [PATH]}}
@@ -92,7 +105,8 @@ func (r *wsRig) configYAML(dir string, o wsOptions) string {
   push: true
   push_batch: %[8]d
   push_delay: %[9]s
-%[10]s`, cache, r.agent, r.calls, o.agentWait, judge, r.remote.dir, dir, o.pushBatch, o.pushDelay, o.extra)
+sandbox: %[11]s
+%[10]s`, cache, r.agent, r.rec.URL(r.t, r.calls), o.agentWait, judge, r.remote.dir, dir, o.pushBatch, o.pushDelay, o.extra, sandbox)
 }
 
 // startWSWorker runs an in-process worker with its own workspace

@@ -126,14 +126,17 @@ func TestExecSandboxKillsLeftovers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "done", got)
 	require.FileExists(t, filepath.Join(work, "pid"))
-	require.Empty(t, procsWith(t, "1000"+mark), "a background process outlived its role")
+	left, err := procsWith("1000" + mark)
+	require.NoError(t, err)
+	require.Empty(t, left, "a background process outlived its role")
 }
 
 // procsWith lists the PIDs whose command line holds arg.
-func procsWith(t *testing.T, arg string) []string {
-	t.Helper()
+func procsWith(arg string) ([]string, error) {
 	ents, err := os.ReadDir("/proc")
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -141,7 +144,7 @@ func procsWith(t *testing.T, arg string) []string {
 			out = append(out, e.Name())
 		}
 	}
-	return out
+	return out, nil
 }
 
 // network: false cuts the network: a listener on loopback the test opened
@@ -247,7 +250,7 @@ func TestExecSandboxKillAndBound(t *testing.T) {
 	defer cancel()
 	_, err = e.Run(ctx, simReq(t, subjects.RolePlanner, ""))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Eventually(t, func() bool { return len(procsWith(t, "2000"+mark)) == 0 },
+	require.Eventually(t, func() bool { left, err := procsWith("2000" + mark); return err == nil && len(left) == 0 },
 		10*time.Second, 5*time.Millisecond, "a process of the killed role is still alive")
 
 	flood, err := NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"sh", "-c", `yes flood`}, MaxOutputBytes: 1 << 16,

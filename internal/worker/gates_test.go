@@ -95,7 +95,8 @@ func TestProducerAttackRefusedAtAdmission(t *testing.T) {
 	require.NoError(t, err)
 	for _, id := range []string{"own", "raised"} {
 		require.Eventually(t, func() bool {
-			return len(b.events(t, "fine", id, subjects.EventReviewRequested)) == 1
+			evs, err := b.eventsOf("fine", id, subjects.EventReviewRequested)
+			return err == nil && len(evs) == 1
 		}, 30*time.Second, 20*time.Millisecond, "%s parks for review", id)
 	}
 	st := taskState(t, b, "fine", "own")

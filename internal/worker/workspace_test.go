@@ -239,17 +239,24 @@ func (b *wsBundle) submit(t *testing.T, workflow string, reqs ...subjects.TaskRe
 // events returns a task's audit events of one type, in order.
 func (b *wsBundle) events(t *testing.T, workflow, task string, et subjects.EventType) []subjects.AuditEvent {
 	t.Helper()
+	out, err := b.eventsOf(workflow, task, et)
+	require.NoError(t, err)
+	return out
+}
+
+// eventsOf is events for a wait's condition, which must not fail the test.
+func (b *wsBundle) eventsOf(workflow, task string, et subjects.EventType) ([]subjects.AuditEvent, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []subjects.AuditEvent
-	require.NoError(t, audit.Replay(ctx, b.js, b.names, audit.Query{Workflow: workflow, Task: task, Type: et}, func(r audit.Record) error {
+	err := audit.Replay(ctx, b.js, b.names, audit.Query{Workflow: workflow, Task: task, Type: et}, func(r audit.Record) error {
 		if r.Err != nil {
 			return r.Err
 		}
 		out = append(out, r.Event)
 		return nil
-	}))
-	return out
+	})
+	return out, err
 }
 
 // change decodes an implementer_change event's recorded change (small

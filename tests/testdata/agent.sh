@@ -7,7 +7,10 @@
 set -eu
 want=$1
 req=$(cat)
-role=$(printf '%s\n' "$req" | sed -n 's/^{"version":1,"role":"\([a-z]*\)".*/\1/p')
+# The request's keys come in any order (the runner sorts them) and its
+# task carries keys of its own (metadata, verification, type): the role is
+# the first "role" key outside a string (inside one it is \"role\").
+role=$(printf '%s\n' "$req" | grep -o '"role":"[a-z]*"' | head -n 1 | sed 's/^"role":"\([a-z]*\)"$/\1/')
 if [ "$role" != "$want" ]; then
 	echo "agent.sh: request for role '$role', want '$want'" >&2
 	exit 3

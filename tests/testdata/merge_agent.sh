@@ -10,6 +10,7 @@
 # A later attempt (after the merge queue sent the task back) writes only
 # tasks/<task>.txt: the fix.
 set -eu
+. "$(dirname "$0")/record.sh"
 req=$(cat)
 task=$(printf '%s\n' "$req" | sed -n 's/.*"task":{"id":"\([^"]*\)".*/\1/p')
 attempt=$(printf '%s\n' "$req" | sed -n 's/.*"attempt":\([0-9]*\).*/\1/p')
@@ -17,7 +18,7 @@ if [ -z "$task" ] || [ -z "$attempt" ]; then
 	echo "merge_agent.sh: no task or attempt in the request" >&2
 	exit 3
 fi
-echo "$task $attempt" >>"$AGENT_CALL_LOG"
+echo "$task $attempt" | record "$AGENT_CALL_LOG"
 mkdir -p tasks
 echo "change of $task" >"tasks/$task.txt"
 if [ "$attempt" -eq 1 ]; then

@@ -11,11 +11,12 @@
 #                approves, with the tokens in its reasoning.
 set -eu
 role=$1
+. "$(dirname "$0")/record.sh"
 req=$(cat)
 task=$(printf '%s\n' "$req" | sed -n 's/.*"task":{"id":"\([^"]*\)".*/\1/p')
 attempt=$(printf '%s\n' "$req" | sed -n 's/.*"attempt":\([0-9]*\).*/\1/p')
-n=$(ls "$TOKEN_AGENT_DIR" | grep -c "^$role\.$task\.$attempt\." || true)
-printf '%s\n' "$req" >"$TOKEN_AGENT_DIR/$role.$task.$attempt.$n.json"
+n=$(list "$TOKEN_AGENT_DIR" | grep -c "^$role\.$task\.$attempt\." || true)
+printf '%s\n' "$req" | record_new "$TOKEN_AGENT_DIR/$role.$task.$attempt.$n.json"
 f=$DROVER_TEST_FORGE_TOKEN
 k=$DROVER_TEST_MODEL_KEY
 f64=$(printf '%s' "$f" | base64 | tr -d '\n')

@@ -2,7 +2,8 @@
 # ws_agent.sh: a scripted coding agent for the workspace tests
 # (tests/workspace_test.go), run by the exec runner as the implementer in
 # the task's worktree. It reads Drover's request (JSON) on stdin, appends
-# "<task> <attempt>" to $AGENT_CALL_LOG (calls are counted there), waits
+# "<task> <attempt>" to $AGENT_CALL_LOG, a file or a recorder URL
+# (testdata/record.sh; calls are counted there), waits
 # until the file $AGENT_WAIT names exists when it names one, and edits
 # the worktree as the task ID's prefix says:
 #   edit-*    writes tasks/<task>.txt and appends a line to shared.txt
@@ -14,6 +15,7 @@
 #   tested-*  the same as edit-*, plus a test file, src/<task>_test.go
 # A later attempt appends "attempt N" to tasks/<task>.txt.
 set -eu
+. "$(dirname "$0")/record.sh"
 req=$(cat)
 task=$(printf '%s\n' "$req" | sed -n 's/.*"task":{"id":"\([^"]*\)".*/\1/p')
 attempt=$(printf '%s\n' "$req" | sed -n 's/.*"attempt":\([0-9]*\).*/\1/p')
@@ -25,7 +27,7 @@ if [ "$(pwd -P)" != "$(cd "$DROVER_WORKSPACE" && pwd -P)" ]; then
 	echo "ws_agent.sh: not run in DROVER_WORKSPACE" >&2
 	exit 4
 fi
-echo "$task $attempt" >>"$AGENT_CALL_LOG"
+echo "$task $attempt" | record "$AGENT_CALL_LOG"
 if [ -n "${AGENT_WAIT:-}" ]; then
 	# the test kills the worker meanwhile
 	while [ ! -e "$AGENT_WAIT" ]; do

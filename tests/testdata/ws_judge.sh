@@ -4,10 +4,12 @@
 # It checks that it runs in the task's worktree (DROVER_WORKSPACE) and that
 # an edit-* task's file is there to test, writes Drover's request (its
 # stdin: the rendered prompt with the diff) to
-# $JUDGE_DIR/<task>.<attempt>.<pid>.json, then, when $JUDGE_WAIT names a
+# $JUDGE_DIR/<task>.<attempt>.<unique>.json (a directory or a recorder
+# URL, testdata/record.sh), then, when $JUDGE_WAIT names a
 # file, waits until that file exists (the test kills the worker meanwhile),
 # and approves.
 set -eu
+. "$(dirname "$0")/record.sh"
 req=$(cat)
 task=$(printf '%s\n' "$req" | sed -n 's/.*"task":{"id":"\([^"]*\)".*/\1/p')
 attempt=$(printf '%s\n' "$req" | sed -n 's/.*"attempt":\([0-9]*\).*/\1/p')
@@ -23,8 +25,7 @@ edit-*)
 	fi
 	;;
 esac
-printf '%s\n' "$req" >"$JUDGE_DIR/$task.$attempt.$$.json.tmp"
-mv "$JUDGE_DIR/$task.$attempt.$$.json.tmp" "$JUDGE_DIR/$task.$attempt.$$.json"
+printf '%s\n' "$req" | record_new "$JUDGE_DIR/$task.$attempt.$(unique).json"
 if [ -n "${JUDGE_WAIT:-}" ]; then
 	while [ ! -e "$JUDGE_WAIT" ]; do
 		sleep 0.05
