@@ -93,7 +93,10 @@ func TestFaultStorageFull(t *testing.T) {
 	var started atomic.Int64
 	runners.Implementer = gated{sim, release, &started}
 	m := ops.NewMetrics()
+	// The live stream's MaxBytes (256 MiB by default) is reserved against
+	// the server's 32 MB at provisioning: it gets 1 MiB here.
 	w := b.startWorker(worker.Config{Concurrency: 4, Runners: runners, Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: m,
+		Streams:  broker.Settings{LiveMaxBytes: 1 << 20},
 		Consumer: broker.ConsumerSettings{AckWait: 2 * time.Second, MaxDeliver: 5},
 		Pipeline: pipeline.Config{RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond}})
 	var reqs []subjects.TaskRequest
