@@ -43,6 +43,7 @@ type serveFlags struct {
 	server                                             serverAuthFlags
 	dlqMaxAge, lessonsMaxAge, gcInterval               time.Duration
 	dlqMaxMsgs                                         int64
+	liveMaxBytes                                       int64
 	lessonsScope                                       string
 	cacheScope                                         string
 	gc                                                 gcFlags
@@ -128,6 +129,7 @@ variables override it. A bad file or prompt template stops serve before it start
 	fl.DurationVar(&f.watchdog, "watchdog", 30*time.Second, "how often to check for a queue with work but no deliveries (negative disables)")
 	fl.DurationVar(&f.dlqMaxAge, "dlq-max-age", broker.DefaultDLQMaxAge, "the DLQ stream drops entries older than this (negative: keeps them for ever)")
 	fl.Int64Var(&f.dlqMaxMsgs, "dlq-max-msgs", 0, "the DLQ stream keeps at most this many entries, dropping the oldest (0: no limit)")
+	fl.Int64Var(&f.liveMaxBytes, "live-max-bytes", broker.DefaultLiveMaxBytes, "the live activity stream's size (reserved on the server), dropping the oldest lines past it")
 	fl.DurationVar(&f.lessonsMaxAge, "lessons-max-age", broker.DefaultLessonsMaxAge, "the lessons stream drops lessons older than this (negative: keeps them)")
 	fl.StringVar(&f.cacheScope, "cache-scope", string(cache.ScopeFleet), `who shares cached role results: "fleet" (every workflow's identical request) or "workflow" (the workflow ID is in the key)`)
 	fl.StringVar(&f.lessonsScope, "lessons-scope", string(lessons.ScopeWorkflow), `whose lessons a planner recalls: "workflow" (its own workflow's) or "fleet" (every workflow's of its type)`)
@@ -242,7 +244,8 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		Concurrency: f.concurrency,
 		Consumer:    broker.ConsumerSettings{AckWait: f.ackWait, MaxDeliver: f.maxDeliver, MaxAckPending: f.maxAckPending, Reconcile: f.reconcileConsumer},
 		Streams: broker.Settings{Replicas: f.replicas, DuplicateWindow: f.dupWindow, CacheTTL: f.cacheTTL,
-			DLQMaxAge: f.dlqMaxAge, DLQMaxMsgs: f.dlqMaxMsgs, LessonsMaxAge: f.lessonsMaxAge},
+			DLQMaxAge: f.dlqMaxAge, DLQMaxMsgs: f.dlqMaxMsgs, LessonsMaxAge: f.lessonsMaxAge,
+			LiveMaxBytes: f.liveMaxBytes},
 		LessonsScope: scope,
 		CacheScope:   cacheScope,
 		Grace:        f.grace,
