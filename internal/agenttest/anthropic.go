@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -56,12 +54,7 @@ type Request struct {
 // without tools (a title, a summary) gets a short text. Every answer
 // reports its usage; Totals sums them.
 type Anthropic struct {
-	URL    string
-	script []Turn
-
-	mu       sync.Mutex
-	requests []Request
-	in, out  int64
+	fake
 	// Meter: usage is measured, not scripted (see Meter).
 	metered bool
 	seen    map[[sha256.Size]byte]bool
@@ -123,26 +116,9 @@ func (f *Anthropic) meter(body []byte) (total, cached int64) {
 // NewAnthropic starts the fake; it stops when t ends.
 func NewAnthropic(t testing.TB, script ...Turn) *Anthropic {
 	t.Helper()
-	f := &Anthropic{script: script}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(srv.Close)
-	f.URL = srv.URL
+	f := &Anthropic{fake: fake{script: script}}
+	f.start(t, f.serve)
 	return f
-}
-
-// Requests returns what the fake has received so far.
-func (f *Anthropic) Requests() []Request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Request(nil), f.requests...)
-}
-
-// Totals is the input (cache reads included) and output tokens the fake
-// reported in all.
-func (f *Anthropic) Totals() (in, out int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.in, f.out
 }
 
 type anthropicBody struct {

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -18,36 +16,15 @@ import (
 // its history. Any other request (the CLI's own checks) gets a short JSON
 // text. A tool call's Input is the function call's args.
 type Gemini struct {
-	URL    string
-	script []Turn
-
-	mu       sync.Mutex
-	requests []Request
-	in, out  int64
+	fake
 }
 
 // NewGemini starts the fake; it stops when t ends.
 func NewGemini(t testing.TB, script ...Turn) *Gemini {
 	t.Helper()
-	f := &Gemini{script: script}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(srv.Close)
-	f.URL = srv.URL
+	f := &Gemini{fake: fake{script: script}}
+	f.start(t, f.serve)
 	return f
-}
-
-// Requests returns what the fake has received so far.
-func (f *Gemini) Requests() []Request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Request(nil), f.requests...)
-}
-
-// Totals is the input and output tokens the fake reported in all.
-func (f *Gemini) Totals() (in, out int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.in, f.out
 }
 
 type geminiBody struct {

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -18,36 +16,15 @@ import (
 // A tool call's Input is sent as the function's JSON arguments. Every
 // answer reports its usage; Totals sums them.
 type Responses struct {
-	URL    string
-	script []Turn
-
-	mu       sync.Mutex
-	requests []Request
-	in, out  int64
+	fake
 }
 
 // NewResponses starts the fake; it stops when t ends.
 func NewResponses(t testing.TB, script ...Turn) *Responses {
 	t.Helper()
-	f := &Responses{script: script}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(srv.Close)
-	f.URL = srv.URL
+	f := &Responses{fake: fake{script: script}}
+	f.start(t, f.serve)
 	return f
-}
-
-// Requests returns what the fake has received so far.
-func (f *Responses) Requests() []Request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Request(nil), f.requests...)
-}
-
-// Totals is the input and output tokens the fake reported in all.
-func (f *Responses) Totals() (in, out int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.in, f.out
 }
 
 type responsesBody struct {
