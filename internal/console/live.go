@@ -120,14 +120,11 @@ func (s *Server) liveEvents(w http.ResponseWriter, r *http.Request) {
 	if last, err := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && last > after {
 		after = last
 	}
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		w.Header().Set("Retry-After", retryAfter)
-		http.Error(w, "too many live event streams; try again later", http.StatusServiceUnavailable)
+	release, ok := s.takeStream(w)
+	if !ok {
 		return
 	}
+	defer release()
 	rc := http.NewResponseController(w)
 	send := func(b []byte) error {
 		if err := rc.SetWriteDeadline(time.Now().Add(s.sseWait)); err != nil {

@@ -30,14 +30,11 @@ const retryAfter = "10"
 // when its socket's buffers are full and the bound passes, and since the
 // hub never waits for a client, it slows nobody else.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		w.Header().Set("Retry-After", retryAfter)
-		http.Error(w, "too many live event streams; try again later", http.StatusServiceUnavailable)
+	release, ok := s.takeStream(w)
+	if !ok {
 		return
 	}
+	defer release()
 	rc := http.NewResponseController(w)
 	if err := rc.SetWriteDeadline(time.Now().Add(s.sseWait)); err != nil {
 		// Without a bound on its writes, a stream would hold a goroutine
@@ -111,3 +108,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 
 // liveStreams is how many event streams are being served.
 func (s *Server) liveStreams() int { return len(s.streams) }
+
+// takeStream takes one of the Config.MaxEventStreams slots, or answers 503
+// with Retry-After and returns false. Call release when the stream ends.
+func (s *Server) takeStream(w http.ResponseWriter) (release func(), ok bool) {
+	select {
+	case s.streams <- struct{}{}:
+		return func() { <-s.streams }, true
+	default:
+		w.Header().Set("Retry-After", retryAfter)
+		http.Error(w, "too many live event streams; try again later", http.StatusServiceUnavailable)
+		return nil, false
+	}
+}
