@@ -90,13 +90,7 @@ func TestLiveTaskLogsFollow(t *testing.T) {
 		t.Fatalf("logs --follow returned (%d) before the task ended: %s", code, stderr.String())
 	default:
 	}
-	kv, err := b.js.KeyValue(ctx, b.names.StateBucket())
-	require.NoError(t, err)
-	e, err := kv.Get(ctx, subjects.StateKey(wf, "T1"))
-	require.NoError(t, err)
-	var st subjects.TaskState
-	require.NoError(t, json.Unmarshal(e.Value(), &st))
-	require.Equal(t, "implementer", st.Stage, "the role has not ended: the agent waits for the release")
+	require.Equal(t, "implementer", taskStage(t, b, wf, "T1"), "the role has not ended: the agent waits for the release")
 
 	require.NoError(t, os.WriteFile(release, nil, 0o600))
 	select {
@@ -191,13 +185,7 @@ func TestLiveConsoleTaskPage(t *testing.T) {
 	kinds := evalJS[[]string](u, `Array.from(document.querySelectorAll("#livelog li .tag")).map(e => e.textContent)`)
 	require.Equal(t, []string{"implementer#1", "implementer#1", "implementer#1"}, kinds)
 
-	kv, err := b.js.KeyValue(context.Background(), b.names.StateBucket())
-	require.NoError(t, err)
-	e, err := kv.Get(context.Background(), subjects.StateKey(wf, "T1"))
-	require.NoError(t, err)
-	var st subjects.TaskState
-	require.NoError(t, json.Unmarshal(e.Value(), &st))
-	require.Equal(t, "implementer", st.Stage, "all this before the role ended")
+	require.Equal(t, "implementer", taskStage(t, b, wf, "T1"), "all this before the role ended")
 
 	require.NoError(t, os.WriteFile(release, nil, 0o600))
 	require.Equal(t, subjects.EventTaskCompleted, b.waitTerminal(wf, after, 1)["T1"].EventType)
@@ -247,13 +235,7 @@ func TestLiveClaudeCode(t *testing.T) {
 	text := out.String()
 	require.Contains(t, text, `implementer#1 tool_call Bash {"command":"echo [REDACTED] >/dev/null; while`, text)
 	require.NotContains(t, text, key)
-	kv, err := b.js.KeyValue(ctx, b.names.StateBucket())
-	require.NoError(t, err)
-	e, err := kv.Get(ctx, subjects.StateKey(wf, "T1"))
-	require.NoError(t, err)
-	var st subjects.TaskState
-	require.NoError(t, json.Unmarshal(e.Value(), &st))
-	require.Equal(t, "implementer", st.Stage, "the Bash command still waits: the role has not ended")
+	require.Equal(t, "implementer", taskStage(t, b, wf, "T1"), "the Bash command still waits: the role has not ended")
 
 	require.NoError(t, os.WriteFile(release, nil, 0o600))
 	select {
@@ -268,4 +250,16 @@ func TestLiveClaudeCode(t *testing.T) {
 	require.Contains(t, text, "implementer#1 tool_result released", text)
 	require.Contains(t, text, `implementer#1 message {"change":"waited for the release"}`, text)
 	t.Logf("drover task logs:\n%s", text)
+}
+
+// taskStage reads the task's stage from its state now.
+func taskStage(t *testing.T, b *bundle, wf, id string) string {
+	t.Helper()
+	kv, err := b.js.KeyValue(context.Background(), b.names.StateBucket())
+	require.NoError(t, err)
+	e, err := kv.Get(context.Background(), subjects.StateKey(wf, id))
+	require.NoError(t, err)
+	var st subjects.TaskState
+	require.NoError(t, json.Unmarshal(e.Value(), &st))
+	return st.Stage
 }
