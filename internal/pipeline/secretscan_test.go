@@ -22,10 +22,7 @@ func TestScanChange(t *testing.T) {
 		{"clean", WorkspaceDiff{Patch: []byte("diff --git a/a b/a\n"), Log: "agent <a@b>\n\nfix it\n"}, ""},
 		{"in the patch", WorkspaceDiff{Patch: patch}, "the change holds a configured secret (API_TOKEN, plain) in a.txt"},
 		{"in a commit message", WorkspaceDiff{Log: "agent <a@b>\n\nuse " + secret + "\n"}, "the change holds a configured secret (API_TOKEN, plain) in a commit message"},
-		{"a forged merge trailer", WorkspaceDiff{Log: "agent <a@b>\n\nevil\n\nDrover-Merge-Head: 0123\n"}, "an agent's commit carries a Drover trailer: Drover-Merge-Head"},
-		{"any case", WorkspaceDiff{Log: "agent <a@b>\n\nx\n\ndrover-task: T9\n"}, "an agent's commit carries a Drover trailer: drover-task"},
-		{"a trailer key holding the secret", WorkspaceDiff{Log: "a\n\nx\n\nDrover-" + secret + ": y\n"}, "an agent's commit carries a Drover trailer: Drover-[REDACTED]"},
-		{"a mention is no trailer", WorkspaceDiff{Log: "agent <a@b>\n\nexplain the Drover-Task trailer\n"}, ""},
+		{"a log without a secret", WorkspaceDiff{Log: "agent <a@b>\n\nexplain the Drover-Task trailer\n"}, ""},
 	} {
 		err := p.scanChange(tc.d)
 		if tc.want == "" {
