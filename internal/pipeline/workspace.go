@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -107,9 +106,3 @@ var (
 
 // releaseTimeout bounds releasing a worktree after the task's delivery.
 const releaseTimeout = 30 * time.Second
-
-// Permanent marks err as one that no retry can fix: it matches
-// runner.ErrPermanent, and its text is err's alone. The pipeline puts the
-// role's name first ("implementer: workspace: ..."), as the contract's
-// error texts read; "permanent role error" is an internal phrase.
-func Permanent(err error) error { return runner.Permanent(err) }

@@ -215,7 +215,7 @@ func (p *Pipeline) keepWork(ctx context.Context, t *taskRun, attempt int, res *r
 			err = p.applyChange(ctx, t, attempt, res, ch)
 		}
 		if err != nil {
-			return Permanent(fmt.Errorf("the recorded change of attempt %d: %w", attempt, err))
+			return runner.Permanentf("the recorded change of attempt %d: %w", attempt, err)
 		}
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/internal/redact"
+	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
@@ -81,7 +82,7 @@ func workspaceErr(err error) error {
 	case errors.Is(err, workspace.ErrChangeTooLarge), errors.Is(err, workspace.ErrBranchExists),
 		errors.Is(err, workspace.ErrChangeRefused),
 		errors.Is(err, subjects.ErrInvalidBranch):
-		return pipeline.Permanent(err)
+		return runner.Permanent(err)
 	case errors.Is(err, workspace.ErrPatchDoesNotApply):
 		return fmt.Errorf("%w: %w", pipeline.ErrPatchDoesNotApply, err)
 	case errors.Is(err, workspace.ErrPushRejected):
