@@ -1,6 +1,7 @@
 // Package agenttest is test support only: in-process fakes of the model APIs
 // the real agent CLIs call (the Anthropic Messages API for Claude Code, the
-// OpenAI Responses API for Codex), scripted turn by turn, and a finder for
+// OpenAI Responses API for Codex, the Gemini API for Gemini CLI), scripted
+// turn by turn, and a finder for
 // the CLIs CI installs. Only tests import it.
 package agenttest
 
@@ -58,7 +59,6 @@ type Anthropic struct {
 	// Meter: usage is measured, not scripted (see Meter).
 	metered bool
 	seen    map[[sha256.Size]byte]bool
-	cached  int64
 }
 
 // Meter makes the fake report measured usage instead of the script's
@@ -73,14 +73,6 @@ func (f *Anthropic) Meter() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.metered, f.seen = true, map[[sha256.Size]byte]bool{}
-}
-
-// CacheReads is the input tokens the fake reported as read from the
-// cache, in all (Meter).
-func (f *Anthropic) CacheReads() int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.cached
 }
 
 // meter measures body's input: all of it and the part an earlier request
@@ -174,7 +166,6 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	if f.metered && turn.Status == 0 {
 		total, cached := f.meter(body)
 		turn.InputTokens, cacheRead = total-cached, cached
-		f.cached += cached
 	}
 	rec.InputTokens, rec.CacheReadTokens, rec.OutputTokens = turn.InputTokens, cacheRead, turn.OutputTokens
 	f.requests = append(f.requests, rec)
