@@ -41,10 +41,10 @@ func TestCommandEnvIsBuilt(t *testing.T) {
 				sb, err = sandbox.New(sandbox.Config{Mode: mode})
 				require.NoError(t, err)
 				if err := sb.Check(ctx); err != nil {
+					if os.Getenv("CI") != "" {
+						t.Fatalf("bubblewrap cannot run and CI is set: %v", err)
+					}
 					t.Skipf("no sandbox here: %v", err)
-				}
-				if cmd, err := sb.Command(ctx, sandbox.Spec{}, []string{"true"}); err != nil || filepath.Base(cmd.Path) != "bwrap" {
-					t.Skip("internal/sandbox does not contain processes yet (its stub)")
 				}
 				// Another process of the worker, with the secret in its
 				// environment from its start.

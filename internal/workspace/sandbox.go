@@ -3,7 +3,6 @@ package workspace
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
 	"path/filepath"
 
 	"github.com/droverhq/drover/internal/sandbox"
@@ -20,21 +19,12 @@ import (
 // directory masked,
 // so no other task's admin directory is visible; and a private HOME,
 // Dir/homes/<worktree>/<task>, kept for the task's roles and commands.
-// The HOME an earlier task left in this worktree is removed here: a file
-// it planted there (a .gitconfig, a shell profile) never reaches the next
-// task.
+// Open empties Dir/homes/<worktree> (resetHome), so a file an earlier task
+// planted there (a .gitconfig, a shell profile) never reaches the next.
 func (w *Workspace) SandboxPaths() sandbox.Paths {
 	p := w.m.sandboxPaths(w.dir)
 	sum := sha256.Sum256([]byte(w.branch))
-	own := hex.EncodeToString(sum[:8])
-	if ents, err := os.ReadDir(p.Home); err == nil {
-		for _, e := range ents {
-			if e.Name() != own {
-				_ = os.RemoveAll(filepath.Join(p.Home, e.Name()))
-			}
-		}
-	}
-	p.Home = filepath.Join(p.Home, own)
+	p.Home = filepath.Join(p.Home, hex.EncodeToString(sum[:8]))
 	return p
 }
 
@@ -58,7 +48,7 @@ func (m *Manager) sandboxPaths(dir string) sandbox.Paths {
 		Writable: []string{filepath.Join(worktrees, name)},
 		ReadOnly: []string{m.mirror},
 		Masked:   []string{worktrees},
-		Home:     filepath.Join(m.cfg.Dir, "homes", name),
+		Home:     m.homeDir(dir),
 		Env: []string{
 			"GIT_OBJECT_DIRECTORY=" + m.git.objectsDir(dir),
 			"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(m.mirror, "objects"),
