@@ -91,14 +91,14 @@ func (p *Pipeline) startLive(t *taskRun, req runner.Request) *liveFeed {
 		line: subjects.LiveLine{Workflow: t.req.Workflow, Task: t.req.ID, Role: req.Role,
 			Attempt: req.Attempt, Try: req.Try, Worker: p.cfg.Worker},
 		tokens: liveBurst,
-		last:   time.Now(),
+		last:   p.cfg.Now(),
 	}
 	return f
 }
 
 // emit is the runner's Activity callback: it never blocks.
 func (f *liveFeed) emit(a runner.Activity) {
-	now := time.Now()
+	now := f.p.cfg.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {

@@ -11,10 +11,13 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// feed is a live feed whose lines stay in its channel (no publisher).
+// feed is a live feed whose lines stay in its channel (no publisher), on
+// a clock that stands still: its bucket refills only when a test moves
+// its last refill back.
 func feed(buffer int, tokens float64) (*Pipeline, *liveFeed) {
-	p := &Pipeline{}
-	return p, &liveFeed{p: p, ch: make(chan subjects.LiveLine, buffer), tokens: tokens, last: time.Now()}
+	at := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	p := &Pipeline{cfg: Config{Now: func() time.Time { return at }}}
+	return p, &liveFeed{p: p, ch: make(chan subjects.LiveLine, buffer), tokens: tokens, last: at}
 }
 
 // TestLiveFeedBounds: a burst past the rate's bucket, a full buffer and
