@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -173,7 +174,7 @@ func (w *Worker) validate(v *validator) {
 	v.duration("worker.cache_ttl", w.CacheTTL)
 	v.duration("worker.role_timeout", w.RoleTimeout)
 	v.nonNegative("worker.dlq_max_msgs", int(w.DLQMaxMsgs))
-	if w.CacheScope != "" && w.CacheScope != "workflow" && w.CacheScope != "fleet" {
+	if _, err := cache.ParseScope(w.CacheScope); err != nil {
 		v.add("worker.cache_scope", "%q: want fleet or workflow", w.CacheScope)
 	}
 	if w.LessonsScope != "" && w.LessonsScope != "workflow" && w.LessonsScope != "fleet" {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/subjects"
@@ -274,11 +273,7 @@ func clipText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return redact.Cut(s, max-len("…")) + "…"
 }
 
 // LiveText makes an activity text fit a live line: control characters
