@@ -68,7 +68,7 @@ func (s *Store) Shrink(ctx context.Context, raw json.RawMessage) (json.RawMessag
 			continue
 		}
 		v := raw[sp.start:sp.end]
-		_, ref := reference(v)
+		ref := reference(sha256.Sum256(v), v)
 		out.Write(raw[last:sp.start])
 		out.Write(ref)
 		last = sp.end
@@ -127,50 +127,51 @@ const refreshAfter = time.Hour
 // reference. An object under the name whose digest is not v's (overwritten
 // or corrupted) is replaced by v.
 func (s *Store) put(ctx context.Context, v []byte) (json.RawMessage, error) {
-	name, ref := reference(v)
+	sum := sha256.Sum256(v)
+	if err := s.store(ctx, sum, v); err != nil {
+		return nil, err
+	}
+	return reference(sum, v), nil
+}
+
+// store puts v under its sha256 sum, unless the store holds it already
+// and it was written recently.
+func (s *Store) store(ctx context.Context, sum [sha256.Size]byte, v []byte) error {
+	name := hex.EncodeToString(sum[:])
 	info, err := s.obj.GetInfo(ctx, name)
 	switch {
 	case errors.Is(err, jetstream.ErrObjectNotFound):
 	case err != nil:
-		return nil, fmt.Errorf("blobs: info %s: %w", name, err)
-	case info.Digest == digest(v) && time.Since(info.ModTime) < refreshAfter:
-		return ref, nil
+		return fmt.Errorf("blobs: info %s: %w", name, err)
+	case info.Digest == "SHA-256="+base64.URLEncoding.EncodeToString(sum[:]) && time.Since(info.ModTime) < refreshAfter:
+		return nil
 	}
 	if _, err := s.obj.PutBytes(ctx, name, v); err != nil {
-		return nil, fmt.Errorf("blobs: put %s (%d bytes): %w", name, len(v), err)
+		return fmt.Errorf("blobs: put %s (%d bytes): %w", name, len(v), err)
 	}
+	return nil
+}
+
+// Put stores v under its sha256 as Shrink does and returns its reference
+// without a head (v's content stays out of whatever holds the reference).
+func (s *Store) Put(ctx context.Context, v []byte) (json.RawMessage, error) {
+	sum := sha256.Sum256(v)
+	if err := s.store(ctx, sum, v); err != nil {
+		return nil, err
+	}
+	ref, _ := json.Marshal(Ref{Blob: hex.EncodeToString(sum[:]), Bytes: len(v), Truncated: true}) // a struct of strings and ints always encodes
 	return ref, nil
 }
 
-// Put stores v under its sha256 as Shrink does and returns its name and
-// its reference without a head (v's content stays out of whatever holds
-// the reference).
-func (s *Store) Put(ctx context.Context, v []byte) (string, json.RawMessage, error) {
-	name, _ := reference(v)
-	if _, err := s.put(ctx, v); err != nil {
-		return "", nil, err
-	}
-	ref, _ := json.Marshal(Ref{Blob: name, Bytes: len(v), Truncated: true}) // a struct of strings and ints always encodes
-	return name, ref, nil
-}
-
-// digest is the object store's digest of v: "SHA-256=" and the base64url
-// of its sha256.
-func digest(v []byte) string {
-	sum := sha256.Sum256(v)
-	return "SHA-256=" + base64.URLEncoding.EncodeToString(sum[:])
-}
-
-// reference names v by its sha256 and returns the Ref that stands for it.
-func reference(v []byte) (string, json.RawMessage) {
-	sum := sha256.Sum256(v)
+// reference is the Ref that stands for v, named by its sha256 sum.
+func reference(sum [sha256.Size]byte, v []byte) json.RawMessage {
 	name := hex.EncodeToString(sum[:])
 	head := v[:min(len(v), HeadBytes)]
 	for len(head) > 0 && !utf8.Valid(head) {
 		head = head[:len(head)-1]
 	}
 	ref, _ := json.Marshal(Ref{Blob: name, Bytes: len(v), Truncated: true, Head: string(head)}) // a struct of strings and ints always encodes
-	return name, ref
+	return ref
 }
 
 // Expand reverses Shrink: references are replaced by the stored values.

@@ -32,7 +32,7 @@ func (p *Pipeline) keepSession(ctx context.Context, t *taskRun, res *runner.Resu
 		res.Metadata["session_kept"] = "not kept: no object store"
 		return
 	}
-	_, ref, err := p.d.Blobs.Put(ctx, st.Data)
+	ref, err := p.d.Blobs.Put(ctx, st.Data)
 	if err != nil {
 		p.taskLog(t, subjects.RoleImplementer).Warn("agent session not kept; the next attempt starts fresh", "err", err)
 		res.Metadata["session_kept"] = "not kept: " + boundError(err.Error())
