@@ -95,8 +95,9 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 			return Change{}, err
 		}
 	}
+	agentCommits, agentLog := 0, ""
 	if cur != w.head {
-		if err := w.m.checkAgentCommits(ctx, w.head, cur); err != nil {
+		if agentCommits, agentLog, err = w.m.checkAgentCommits(ctx, w.head, cur); err != nil {
 			return Change{}, err
 		}
 	}
@@ -126,15 +127,8 @@ func (w *Workspace) Commit(ctx context.Context, t Trailers, message string) (Cha
 	case head == w.head:
 	case cur == w.head:
 		ch.Commits = 1 // Drover's own commit only
-	default:
-		n, err := g.out(ctx, "", "--git-dir", w.m.mirror, "rev-list", "--count", w.head+".."+head)
-		if err != nil {
-			return Change{}, err
-		}
-		ch.Commits, _ = strconv.Atoi(n)
-		if ch.Log, err = g.out(ctx, w.dir, "log", "--no-color", "--format=%an <%ae> %cn <%ce>%n%B", w.head+".."+cur); err != nil {
-			return Change{}, fmt.Errorf("workspace: log: %w", err)
-		}
+	default: // the agent's commits with Drover's on top
+		ch.Commits, ch.Log = agentCommits+1, agentLog
 	}
 	ch.Head, ch.Empty = head, tree == prevTree
 	w.head = head

@@ -185,24 +185,37 @@ var droverLine = regexp.MustCompile(`(?im)^[ \t]*drover-[a-z0-9-]*[ \t]*:`)
 // checkAgentCommits refuses the agent's own commits (from..to) when one of
 // their messages holds a Drover- trailer line (the trailers are Drover's
 // alone, and other parts of Drover read them) or one of them adds what
-// checkTree refuses.
-func (m *Manager) checkAgentCommits(ctx context.Context, from, to string) error {
-	out, err := m.git.run(ctx, gitCall{args: []string{"--git-dir", m.mirror, "log", "-z", "--format=%H%n%B", from + ".." + to}, limit: 16 << 20})
+// checkTree refuses. It returns how many commits there are and their log
+// (each one's author and committer, then its message), which the secret
+// scan reads.
+func (m *Manager) checkAgentCommits(ctx context.Context, from, to string) (int, string, error) {
+	out, err := m.git.run(ctx, gitCall{args: []string{"--git-dir", m.mirror, "log", "-z", "--format=%H%n%an <%ae> %cn <%ce>%n%B", from + ".." + to}, limit: 16 << 20})
 	if err == errOutputLimit {
-		return fmt.Errorf("%w: the agent's commit messages hold more than 16 MiB", ErrChangeTooLarge)
+		return 0, "", fmt.Errorf("%w: the agent's commit messages hold more than 16 MiB", ErrChangeTooLarge)
 	}
 	if err != nil {
-		return fmt.Errorf("workspace: log: %w", err)
+		return 0, "", fmt.Errorf("workspace: log: %w", err)
 	}
-	for _, rec := range bytes.Split(out, []byte{0}) {
-		sha, msg, _ := bytes.Cut(rec, []byte{'\n'})
+	var log strings.Builder
+	n := 0
+	for _, rec := range bytes.Split(bytes.TrimSuffix(out, []byte{0}), []byte{0}) {
+		sha, rest, _ := bytes.Cut(rec, []byte{'\n'})
+		who, msg, _ := bytes.Cut(rest, []byte{'\n'})
 		if loc := droverLine.FindIndex(msg); loc != nil {
-			return refused("the agent's commit %.12s has a %.80q line in its message; Drover- trailers are Drover's alone",
+			return 0, "", refused("the agent's commit %.12s has a %.80q line in its message; Drover- trailers are Drover's alone",
 				sha, strings.TrimSpace(string(msg[loc[0]:loc[1]])))
 		}
+		n++
+		log.Write(who)
+		log.WriteByte('\n')
+		log.Write(msg)
+		log.WriteByte('\n')
 	}
 	// Each of the agent's commits goes to the remote with the branch: none
 	// may add a gitlink or a path git never writes, even one a later
 	// commit takes away (-m: a merge against each parent).
-	return m.checkRaw(ctx, "log", "-m", "-r", "--raw", "-z", "--no-renames", "--no-abbrev", "--format=", from+".."+to)
+	if err := m.checkRaw(ctx, "log", "-m", "-r", "--raw", "-z", "--no-renames", "--no-abbrev", "--format=", from+".."+to); err != nil {
+		return 0, "", err
+	}
+	return n, log.String(), nil
 }
