@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/jsapi"
+	"github.com/droverhq/drover/subjects"
 )
 
 // pull is one pull request for up to n messages of a consumer, read as
@@ -22,6 +22,12 @@ import (
 // delivered, so it waits out the ack wait before anyone runs it. Ending a
 // pull drains its subscription instead: every message sent before the
 // server saw the unsubscribe still arrives, and is the reader's.
+//
+// That is why the consumer pulls for itself rather than through the
+// jetstream package, a correctness reason, measured: with a task published
+// as each pull stops, 600 rounds left 2-7 messages waiting out the ack
+// wait, against 23-44 with the library's Fetch. The request, its statuses
+// and the messages' acknowledgements are the library's.
 type pull struct {
 	sub *nats.Subscription
 	// msgs holds the messages received (the server sends at most n).
@@ -38,7 +44,8 @@ type pull struct {
 
 // nextSubject is the subject a consumer's pull requests go to.
 func nextSubject(js jetstream.JetStream, stream, consumer string) string {
-	return jsapi.APIPrefix(js) + "CONSUMER.MSG.NEXT." + stream + "." + consumer
+	o := js.Options()
+	return subjects.JSAPIPrefix(o.Domain, o.APIPrefix) + "CONSUMER.MSG.NEXT." + stream + "." + consumer
 }
 
 // pullRequest is a pull request's body, as the library writes it.

@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -79,20 +78,30 @@ func (p *Publisher) publish(ctx context.Context, ev *subjects.OutboxEvent, trace
 	msg.Header[subjects.HeaderPrev] = fence[0:1:1]
 	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = fence[1:2:2]
 	msg.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = fence[2:3:3]
-	pa, err := jsapi.Publish(ctx, p.js, msg)
+	pa, err := p.js.PublishMsg(ctx, msg)
 	// A synchronous publish has written the headers out by the time it
 	// returns, answered or not: the map can hold the next event's.
 	releaseHeader(msg.Header)
 	if err != nil {
-		if jsapi.IsWrongLastSequence(err) {
+		if wrongLastSequence(err) {
 			return Ack{}, fmt.Errorf("%w: %s (%v)", ErrWrongLastSequence, ev.ID, err)
 		}
 		return Ack{}, fmt.Errorf("audit: publish %s: %w", ev.ID, err)
 	}
 	if !pa.Duplicate {
-		p.heads.put(key, pa.Seq, LinkHex(msg.Subject, prev, msg.Data))
+		p.heads.put(key, pa.Sequence, LinkHex(msg.Subject, prev, msg.Data))
 	}
-	return Ack{Seq: pa.Seq, Duplicate: pa.Duplicate}, nil
+	return Ack{Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
+}
+
+// wrongLastSequence reports whether err is the stream's refusal of a
+// publish whose expected last subject sequence was not the subject's: code
+// 10071, or 10164 from a replicated stream. The jetstream package makes
+// this test for its KV writes but does not export it.
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // eventHeaders bounds the headers of a published event's map: the ten of

@@ -20,17 +20,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
 
 // Cache reads and writes role results.
 type Cache struct {
-	kv      jetstream.KeyValue
-	lookups *jsapi.Bucket // kv, for lookups
-	log     *slog.Logger
-	scope   Scope // of Cache.Key; "" is ScopeFleet
+	kv    jetstream.KeyValue
+	log   *slog.Logger
+	scope Scope // of Cache.Key; "" is ScopeFleet
 }
 
 // New returns a Cache on the drover_cache bucket.
@@ -38,15 +36,7 @@ func New(kv jetstream.KeyValue, log *slog.Logger) *Cache {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Cache{kv: kv, lookups: jsapi.NewBucket(nil, kv), log: log}
-}
-
-// Direct returns a Cache on c's bucket whose lookups go to the server
-// directly (jsapi.Bucket), at less cost each than the bucket's own Get,
-// with the same outcomes. A worker's pipeline uses it: a cold task looks
-// up each of its three roles.
-func (c *Cache) Direct(js jetstream.JetStream) *Cache {
-	return &Cache{kv: c.kv, lookups: jsapi.NewBucket(js, c.kv), log: c.log, scope: c.scope}
+	return &Cache{kv: kv, log: log}
 }
 
 // BoardLineKey is the metadata key of a board task's row line number (see
@@ -174,7 +164,7 @@ func spaceOutsideStrings(raw []byte) bool {
 // Get returns the cached result under key. Every failure is a miss; a
 // corrupt entry or an unreachable bucket is logged.
 func (c *Cache) Get(ctx context.Context, key string) (runner.Result, bool) {
-	e, err := c.lookups.Get(ctx, key)
+	e, err := c.kv.Get(ctx, key)
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
 			c.log.Warn("cache get failed; running the role", "key", key, "err", err)
@@ -182,7 +172,7 @@ func (c *Cache) Get(ctx context.Context, key string) (runner.Result, bool) {
 		return runner.Result{}, false
 	}
 	var r runner.Result
-	if err := json.Unmarshal(e.Value, &r); err != nil || len(r.Output) == 0 {
+	if err := json.Unmarshal(e.Value(), &r); err != nil || len(r.Output) == 0 {
 		c.log.Warn("cache entry corrupt; running the role", "key", key, "err", err)
 		return runner.Result{}, false
 	}

@@ -12,10 +12,9 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// TestGetThroughTheBucketAndDirectly reads the same entries through the
-// bucket's own API and directly (Cache.Direct, as a worker's pipeline
-// has it): a hit, a miss, a deleted entry and a corrupt one read the same.
-func TestGetThroughTheBucketAndDirectly(t *testing.T) {
+// TestGetThroughTheBucket reads a hit, a miss, a deleted entry and a
+// corrupt one through the bucket.
+func TestGetThroughTheBucket(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	hit, missing, deleted, corrupt := key(subjects.RolePlanner, "hit"), key(subjects.RolePlanner, "missing"),
@@ -33,7 +32,7 @@ func TestGetThroughTheBucketAndDirectly(t *testing.T) {
 	_, err = b.res.Cache.Put(b.ctx, corrupt, []byte(`{"output":`))
 	require.NoError(t, err)
 
-	for name, c := range map[string]*cache.Cache{"kv": b.cache, "direct": b.cache.Direct(b.js)} {
+	for name, c := range map[string]*cache.Cache{"kv": b.cache} {
 		got, ok := c.Get(b.ctx, hit)
 		require.True(t, ok, name)
 		assert.JSONEq(t, string(want.Output), string(got.Output), name)

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/audit"
-	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
@@ -117,7 +116,7 @@ func validKey(k string) bool {
 
 // purge removes the messages of the bucket's stream that match filter (all
 // when empty) with one request to the stream purge API, which answers with
-// the count; the client library's Purge drops it.
+// the count; the jetstream package's Stream.Purge drops it.
 func (a *Admin) purge(ctx context.Context, filter string) (uint64, error) {
 	body, err := json.Marshal(jetstream.StreamPurgeRequest{Subject: filter})
 	if err != nil {
@@ -132,7 +131,8 @@ func (a *Admin) purge(ctx context.Context, filter string) (uint64, error) {
 	if filter != "" {
 		what += " " + filter
 	}
-	msg, err := a.js.Conn().RequestWithContext(ctx, jsapi.APIPrefix(a.js)+"STREAM.PURGE."+a.streamName(), body)
+	o := a.js.Options()
+	msg, err := a.js.Conn().RequestWithContext(ctx, subjects.JSAPIPrefix(o.Domain, o.APIPrefix)+"STREAM.PURGE."+a.streamName(), body)
 	if err != nil {
 		return 0, fmt.Errorf("cache: purge %s: %w", what, err)
 	}

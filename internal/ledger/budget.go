@@ -12,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -220,7 +219,7 @@ func (k *Keeper) update(ctx context.Context, key string, f func(*Spend)) error {
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !jsapi.IsWrongLastSequence(err) {
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return fmt.Errorf("spend %s: %w", key, err)
 		}
 		if err := sleepCtx(ctx, time.Duration(try+1)*time.Millisecond); err != nil {

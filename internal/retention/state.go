@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/blobs"
-	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -134,7 +133,7 @@ func (r *run) purge(ctx context.Context, e jetstream.KeyValueEntry) (bool, error
 		return true, nil
 	}
 	err := r.s.State.Purge(ctx, e.Key(), jetstream.LastRevision(e.Revision()))
-	if errors.Is(err, jetstream.ErrKeyExists) || jsapi.IsWrongLastSequence(err) {
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return false, nil
 	}
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -26,20 +25,11 @@ var ErrConflict = errors.New("state: revision conflict")
 
 // Store reads and writes drover_state.
 type Store struct {
-	kv    jetstream.KeyValue
-	tasks *jsapi.Bucket // kv, for task reads and writes
+	kv jetstream.KeyValue
 }
 
 // New returns a Store on the drover_state bucket.
-func New(kv jetstream.KeyValue) *Store { return &Store{kv: kv, tasks: jsapi.NewBucket(nil, kv)} }
-
-// Direct returns a Store on s's bucket whose task reads and writes go to
-// the server directly (jsapi.Bucket), at less cost each than the bucket's
-// own Get, Create and Update, with the same outcomes. A worker's pipeline
-// uses it: a cold task reads its state once and writes it twice.
-func (s *Store) Direct(js jetstream.JetStream) *Store {
-	return &Store{kv: s.kv, tasks: jsapi.NewBucket(js, s.kv)}
-}
+func New(kv jetstream.KeyValue) *Store { return &Store{kv: kv} }
 
 // Task is a task's state with its revision.
 type Task struct {
@@ -49,7 +39,7 @@ type Task struct {
 
 // GetTask reads a task's state; ErrNotFound when the task was never picked up.
 func (s *Store) GetTask(ctx context.Context, workflow, task string) (Task, error) {
-	e, err := s.tasks.Get(ctx, subjects.StateKey(workflow, task))
+	e, err := s.kv.Get(ctx, subjects.StateKey(workflow, task))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 			return Task{}, ErrNotFound
@@ -57,10 +47,10 @@ func (s *Store) GetTask(ctx context.Context, workflow, task string) (Task, error
 		return Task{}, fmt.Errorf("state: get %s/%s: %w", workflow, task, err)
 	}
 	var t Task
-	if err := json.Unmarshal(e.Value, &t.TaskState); err != nil {
+	if err := json.Unmarshal(e.Value(), &t.TaskState); err != nil {
 		return Task{}, fmt.Errorf("state: %s/%s holds invalid JSON: %w", workflow, task, err)
 	}
-	t.Revision = e.Revision
+	t.Revision = e.Revision()
 	return t, nil
 }
 
@@ -70,7 +60,7 @@ func (s *Store) CreateTask(ctx context.Context, st subjects.TaskState) (Task, er
 	if err != nil {
 		return Task{}, err
 	}
-	rev, err := s.tasks.Create(ctx, subjects.StateKey(st.Workflow, st.Task), b)
+	rev, err := s.kv.Create(ctx, subjects.StateKey(st.Workflow, st.Task), b)
 	releaseBuf(buf, b)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
@@ -88,7 +78,7 @@ func (s *Store) UpdateTask(ctx context.Context, st subjects.TaskState, rev uint6
 	if err != nil {
 		return Task{}, err
 	}
-	next, err := s.tasks.Update(ctx, subjects.StateKey(st.Workflow, st.Task), b, rev)
+	next, err := s.kv.Update(ctx, subjects.StateKey(st.Workflow, st.Task), b, rev)
 	releaseBuf(buf, b)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {

@@ -36,28 +36,10 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{ctx: ctx, kv: res.State, store: state.New(res.State)}
 }
 
-// eachStore runs test on a Store through the bucket's own API and on one
-// that goes to the server directly (Store.Direct, as a worker's pipeline
-// has it), each on its own server: their outcomes are the same.
+// eachStore runs test on a Store on its own server.
 func eachStore(t *testing.T, test func(t *testing.T, tb *testBundle)) {
 	t.Helper()
-	for _, direct := range []bool{false, true} {
-		name := "kv"
-		if direct {
-			name = "direct"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			_, _, js, res := natstest.Provisioned(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			t.Cleanup(cancel)
-			tb := &testBundle{ctx: ctx, kv: res.State, store: state.New(res.State)}
-			if direct {
-				tb.store = tb.store.Direct(js)
-			}
-			test(t, tb)
-		})
-	}
+	test(t, setup(t))
 }
 
 func taskState(wf, task string) subjects.TaskState {
