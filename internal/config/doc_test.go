@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/droverhq/drover/internal/runner"
 )
 
 // referenceDoc is the configuration reference. Each of its tables whose
@@ -221,4 +223,23 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// TestConfigReadmeTourIsValid parses every yaml block of the README (the
+// tour's configuration), so the tour never shows a file Drover refuses.
+func TestConfigReadmeTourIsValid(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	blocks := strings.Split(string(readme), "```yaml\n")[1:]
+	require.NotEmpty(t, blocks, "the README's tour has a configuration")
+	for _, block := range blocks {
+		text, _, ok := strings.Cut(block, "```")
+		require.True(t, ok, "unterminated yaml block")
+		f, err := Parse([]byte(text))
+		require.NoError(t, err, text)
+		_, err = f.Runners(nil, runner.NewSim(runner.SimOptions{}))
+		require.NoError(t, err, text)
+		require.NotEmpty(t, f.Workspace.Repo, "the tour runs with workspaces on")
+	}
 }
