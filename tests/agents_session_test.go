@@ -182,7 +182,7 @@ func bySession(reqs []agenttest.Request) ([]string, map[string][]agenttest.Reque
 // than a cold start. With the kept session removed from the object store
 // the second attempt starts fresh with the full prompt, and the record
 // says why. The cost in `drover cost` is what the fake reported. The
-// figures of both (README, "Agents: sessions and cost") are logged.
+// figures of both (docs/performance.md, "Agent sessions") are logged.
 func TestAgentSessionKeptAcrossAttempts(t *testing.T) {
 	t.Parallel()
 	type figures struct {

@@ -53,7 +53,7 @@ type weakenedError struct {
 }
 
 func (e *weakenedError) Error() string {
-	return fmt.Sprintf("audit stream %s: %s is %s; Drover refuses an audit stream that %s (recreate it, see README)",
+	return fmt.Sprintf("audit stream %s: %s is %s; Drover refuses an audit stream that %s (recreate it, see docs/security.md)",
 		e.stream, e.setting, e.value, e.allows)
 }
 

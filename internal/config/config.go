@@ -68,23 +68,23 @@ type File struct {
 	Budgets ledger.Budgets `yaml:"budgets"`
 	// Workspace gives each task a git worktree on its own branch, in which
 	// the implementer and judge run; the change is committed, recorded in
-	// the audit stream, cached, replayed and pushed (see the README's
-	// Workspaces section). Off when workspace.repo is empty, as by
+	// the audit stream, cached, replayed and pushed (see
+	// docs/workspaces-and-delivery.md). Off when workspace.repo is empty, as by
 	// default. Each key has a --workspace-* flag of the same name.
 	Workspace workspace.Config `yaml:"workspace"`
 	// Delivery is what becomes of approved branches: delivery (branch,
-	// merge, pull_request) and the pull_request block (see the README's
-	// Workspaces section). Each key has a --delivery or --pr-* flag.
+	// merge, pull_request) and the pull_request block (see
+	// docs/workspaces-and-delivery.md). Each key has a --delivery or --pr-* flag.
 	Delivery `yaml:",inline"`
-	// Merge configures the merge queue of delivery "merge" (see the
-	// README's Merge queue section); each key has a --merge-* flag but
+	// Merge configures the merge queue of delivery "merge" (see
+	// docs/workspaces-and-delivery.md); each key has a --merge-* flag but
 	// check.argv and max_feedback, which are in the file only.
 	Merge mergequeue.Config `yaml:"merge"`
 	// Review is the review gate: whether a person reviews approved tasks
-	// (see the README's Review section). Off by default.
+	// (see docs/workspaces-and-delivery.md). Off by default.
 	Review Review `yaml:"review"`
 	// Sandbox contains the processes that run agent-controlled code (see
-	// the README's Sandbox section). Default: bubblewrap.
+	// docs/operations.md, "The sandbox"). Default: bubblewrap.
 	Sandbox Sandbox `yaml:"sandbox"`
 }
 

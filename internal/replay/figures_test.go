@@ -15,7 +15,7 @@ import (
 )
 
 // TestReplayFigures measures replay and counterfactual throughput with the
-// sim over DROVER_REPLAY_TASKS tasks (e.g. 1000), for the README; without
+// sim over DROVER_REPLAY_TASKS tasks (e.g. 1000), for docs/performance.md; without
 // the variable it is skipped (not for CI).
 func TestReplayFigures(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("DROVER_REPLAY_TASKS"))
