@@ -24,7 +24,7 @@ type barrier struct {
 	done             atomic.Int64
 }
 
-func (b *barrier) Handle(ctx context.Context, _ Delivery) Outcome {
+func (b *barrier) Handle(ctx context.Context, _ Msg) Outcome {
 	n := b.running.Add(1)
 	for {
 		m := b.maxSeen.Load()

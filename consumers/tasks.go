@@ -60,11 +60,6 @@ type Config struct {
 	// running are not touched. It must be cheap (cached).
 	Hold     func() error
 	HoldPoll time.Duration
-	// ClaimLost, when set, is a sentinel of the handler's own that the
-	// cause of a task context cancelled for a lost claim also matches
-	// (errors.Is), besides ErrClaimLost: a handler then needs no context
-	// of its own to translate the cause.
-	ClaimLost error
 }
 
 func (c Config) withDefaults() Config {
@@ -139,7 +134,6 @@ type TaskConsumer struct {
 	pool   *Pool
 	h      Handler
 	log    *slog.Logger
-	lost   error // the cause of a task context ended for a lost claim
 
 	cons     atomic.Pointer[jetstream.Consumer]
 	settings atomic.Pointer[Settings]
@@ -157,10 +151,7 @@ func New(cfg Config, ensure Ensure, p *Pool, h Handler, log *slog.Logger) *TaskC
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &TaskConsumer{cfg: cfg.withDefaults(), ensure: ensure, pool: p, h: h, log: log.With("queue", cfg.Queue), lost: ErrClaimLost}
-	if cfg.ClaimLost != nil {
-		c.lost = lostCause{also: cfg.ClaimLost}
-	}
+	c := &TaskConsumer{cfg: cfg.withDefaults(), ensure: ensure, pool: p, h: h, log: log.With("queue", cfg.Queue)}
 	s := settingsOf(jetstream.ConsumerConfig{}, c.cfg)
 	c.settings.Store(&s)
 	return c
