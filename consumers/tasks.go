@@ -245,13 +245,13 @@ func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 			}
 			held = false
 		}
-		n, err := c.pool.p.Reserve(ctx, hungry)
+		n, err := c.pool.reserve(ctx, hungry)
 		if err != nil {
 			return
 		}
 		got, err := c.fetch(ctx, workCtx, n)
 		for range n - got {
-			c.pool.p.Release()
+			c.pool.Release()
 		}
 		hungry = got > 0
 		if err == nil {
@@ -288,7 +288,7 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		return 0, errors.New("consumers: the consumer's stream and name are unknown")
 	}
 	wait := c.cfg.FetchWait
-	if c.pool.p.Contended() {
+	if c.pool.contended() {
 		wait = 0
 	}
 	p, err := startPull(c.cfg.JetStream.Conn(), nextSubject(c.cfg.JetStream, info.Stream, info.Name), n, wait)
@@ -300,7 +300,7 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 	// then its drain.
 	guard := time.NewTimer(wait + time.Second)
 	defer guard.Stop()
-	want, stop := c.pool.p.Wanted(), ctx.Done()
+	want, stop := c.pool.wanted(), ctx.Done()
 	got := 0
 	start := func(msg *nats.Msg) {
 		m := pulled{msg}
@@ -313,7 +313,7 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		got++
 		c.stats.fetched.Add(1)
 		c.tasks.Add(1)
-		c.pool.p.Go(func() { defer c.tasks.Done(); c.handle(workCtx, m) })
+		c.pool.Go(func() { defer c.tasks.Done(); c.handle(workCtx, m) })
 	}
 	// end ends the pull early and gives its drain drainWait; false: it had
 	// ended already.
