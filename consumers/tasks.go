@@ -5,7 +5,8 @@
 //
 // Everything it exports is its own or the wire contract's (package
 // subjects): a program can run tasks through it without Drover's internal
-// packages.
+// packages. Its Handler is the seam: Drover's pipeline implements it with
+// these very types (Msg, Outcome, Action, ErrClaimLost).
 package consumers
 
 import (
