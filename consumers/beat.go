@@ -13,7 +13,6 @@ import (
 type beat struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	lost   error // the cause cancel is given when the claim is lost
 	wait   time.Duration
 	every  time.Duration
 	now    func() time.Time
@@ -43,19 +42,19 @@ func (b *beat) stop() bool {
 // newBeat keeps a claim with a beat (send) on every tick. If the worker
 // could not beat for a whole ack wait (wait; it was stopped or starved), the
 // server has handed the message on: the task's context is cancelled with
-// lost (which matches ErrClaimLost) and nothing more is sent. Time is read
+// ErrClaimLost and nothing more is sent. Time is read
 // from now when a tick is handled. Nothing ticks it: startBeat does, every
 // interval, and tests by hand.
-func newBeat(ctx context.Context, cancel context.CancelCauseFunc, lost error, wait time.Duration, now func() time.Time, send func() error) *beat {
-	b := &beat{ctx: ctx, cancel: cancel, lost: lost, wait: wait, now: now, send: send}
+func newBeat(ctx context.Context, cancel context.CancelCauseFunc, wait time.Duration, now func() time.Time, send func() error) *beat {
+	b := &beat{ctx: ctx, cancel: cancel, wait: wait, now: now, send: send}
 	b.last.Store(now().UnixNano())
 	return b
 }
 
 // startBeat is newBeat ticked every interval by a timer, from when it
 // starts.
-func startBeat(ctx context.Context, cancel context.CancelCauseFunc, lost error, wait, every time.Duration, now func() time.Time, send func() error) *beat {
-	b := newBeat(ctx, cancel, lost, wait, now, send)
+func startBeat(ctx context.Context, cancel context.CancelCauseFunc, wait, every time.Duration, now func() time.Time, send func() error) *beat {
+	b := newBeat(ctx, cancel, wait, now, send)
 	b.every = every
 	b.mu.Lock() // the first tick waits until the timer is b's
 	b.timer = time.AfterFunc(every, func() { b.tick() })
@@ -74,7 +73,7 @@ func (b *beat) tick() bool {
 		return false
 	}
 	if b.stale() {
-		b.cancel(b.lost)
+		b.cancel(ErrClaimLost)
 		return false
 	}
 	if b.send() == nil {

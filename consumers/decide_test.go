@@ -121,7 +121,7 @@ func TestBeatStaleness(t *testing.T) {
 	var sent atomic.Int64
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	b := newBeat(ctx, cancel, ErrClaimLost, wait, clk.Now, func() error { sent.Add(1); return nil })
+	b := newBeat(ctx, cancel, wait, clk.Now, func() error { sent.Add(1); return nil })
 
 	for range 3 { // on time: each tick a third of the ack wait apart
 		clk.Add(wait / 3)
@@ -150,7 +150,7 @@ func TestBeatFailuresLoseTheClaim(t *testing.T) {
 	clk := &clock{now: time.Unix(1000, 0)}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	b := newBeat(ctx, cancel, ErrClaimLost, wait, clk.Now, func() error { return errors.New("no route") })
+	b := newBeat(ctx, cancel, wait, clk.Now, func() error { return errors.New("no route") })
 	for range 2 {
 		clk.Add(wait / 3)
 		require.True(t, b.tick())
@@ -169,14 +169,14 @@ func TestBeatStop(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	var sent atomic.Int64
-	b := newBeat(ctx, cancel, ErrClaimLost, time.Second, clk.Now, func() error { sent.Add(1); return nil })
+	b := newBeat(ctx, cancel, time.Second, clk.Now, func() error { sent.Add(1); return nil })
 	require.False(t, b.stop())
 	require.NoError(t, ctx.Err())
 	require.False(t, b.tick())
 	require.Zero(t, sent.Load())
 
 	ended, end := context.WithCancelCause(context.Background())
-	b = newBeat(ended, end, ErrClaimLost, time.Second, clk.Now, func() error { sent.Add(1); return nil })
+	b = newBeat(ended, end, time.Second, clk.Now, func() error { sent.Add(1); return nil })
 	end(nil)
 	require.False(t, b.tick())
 	require.Zero(t, sent.Load())
@@ -188,7 +188,7 @@ func TestBeatTimer(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	beats := make(chan struct{}, 16)
-	b := startBeat(ctx, cancel, ErrClaimLost, time.Hour, time.Millisecond, time.Now, func() error {
+	b := startBeat(ctx, cancel, time.Hour, time.Millisecond, time.Now, func() error {
 		select {
 		case beats <- struct{}{}:
 		default:
@@ -212,39 +212,5 @@ func TestActionString(t *testing.T) {
 	t.Parallel()
 	for a, want := range map[Action]string{Ack: "ack", Term: "term", Nak: "nak", Abandon: "abandon", Action(9): "unknown"} {
 		require.Equal(t, want, a.String())
-	}
-}
-
-// A lost claim's cause matches ErrClaimLost and, when the consumer is
-// given one, the handler's own sentinel: a handler needs no context of its
-// own to translate it.
-func TestLostCause(t *testing.T) {
-	t.Parallel()
-	own := errors.New("the handler's claim lost")
-	for _, tc := range []struct {
-		name    string
-		also    error
-		matches []error
-	}{
-		{"the consumer's alone", nil, []error{ErrClaimLost}},
-		{"with the handler's own", own, []error{ErrClaimLost, own}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c := New(Config{Queue: "q", ClaimLost: tc.also}, nil, nil, nil, nil)
-			ctx, cancel := context.WithCancelCause(context.Background())
-			defer cancel(nil)
-			clk := &clock{now: time.Unix(1000, 0)}
-			b := newBeat(ctx, cancel, c.lost, time.Second, clk.Now, func() error { return nil })
-			clk.Add(time.Second)
-			require.False(t, b.tick())
-			for _, want := range tc.matches {
-				require.ErrorIs(t, context.Cause(ctx), want)
-			}
-			require.Equal(t, "claim lost", context.Cause(ctx).Error())
-			if tc.also == nil {
-				require.NotErrorIs(t, context.Cause(ctx), own)
-			}
-		})
 	}
 }

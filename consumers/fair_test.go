@@ -24,7 +24,7 @@ type barrier struct {
 	done             atomic.Int64
 }
 
-func (b *barrier) Handle(ctx context.Context, _ Delivery) Outcome {
+func (b *barrier) Handle(ctx context.Context, _ Msg) Outcome {
 	n := b.running.Add(1)
 	for {
 		m := b.maxSeen.Load()
@@ -64,7 +64,7 @@ func TestIdleQueueGivesItsSlotsToABusyOne(t *testing.T) {
 	}
 	idle := &barrier{release: make(chan struct{})}
 	start("idle", idle)
-	require.Eventually(t, func() bool { return pool.p.Free() == 0 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return pool.Free() == 0 }, 10*time.Second, 5*time.Millisecond,
 		"the idle queue's fetch holds every slot")
 
 	busy := &barrier{release: make(chan struct{})}

@@ -49,7 +49,7 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg message) {
 	defer cancel(nil)
 	set := c.Settings()
 	hb := c.heartbeat(ctx, cancel, msg, set.AckWait)
-	d := Delivery{
+	d := Msg{
 		Queue:        c.cfg.Queue,
 		Body:         msg.Data(),
 		Header:       msg.Headers(),
@@ -151,7 +151,7 @@ func (c *TaskConsumer) backoff(n uint64) time.Duration {
 
 // heartbeat starts in-progress acks for msg at a third of ackWait.
 func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, msg message, ackWait time.Duration) *beat {
-	return startBeat(ctx, cancel, c.lost, ackWait, max(ackWait/3, time.Millisecond), time.Now, func() error {
+	return startBeat(ctx, cancel, ackWait, max(ackWait/3, time.Millisecond), time.Now, func() error {
 		if err := msg.InProgress(); err != nil {
 			c.log.Warn("heartbeat failed", "err", err)
 			return err

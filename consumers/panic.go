@@ -30,7 +30,7 @@ func afterPanic(numDelivered uint64, maxDeliver int, stale bool) Action {
 
 // panicked handles a message whose handler panicked (perr): it logs the
 // panic with its stack, counts it, and decides with afterPanic.
-func (c *TaskConsumer) panicked(ctx context.Context, d Delivery, perr error, stale bool) Outcome {
+func (c *TaskConsumer) panicked(ctx context.Context, d Msg, perr error, stale bool) Outcome {
 	c.stats.panics.Add(1)
 	c.cfg.Metrics.Panicked()
 	var stack []byte
@@ -53,7 +53,7 @@ func (c *TaskConsumer) panicked(ctx context.Context, d Delivery, perr error, sta
 // handler does it when it can (Poisoner): the task ends with its DLQ entry
 // and task_failed. When it cannot, or panics again, the request is copied
 // to the DLQ here and the message terminated, so nothing stays behind.
-func (c *TaskConsumer) poison(ctx context.Context, d Delivery, cause error) Outcome {
+func (c *TaskConsumer) poison(ctx context.Context, d Msg, cause error) Outcome {
 	if p, ok := c.h.(Poisoner); ok {
 		out, perr := guard(func() Outcome { return p.Poison(ctx, d, cause) })
 		switch {
@@ -85,7 +85,7 @@ var errNoJetStream = errors.New("no JetStream configured for the DLQ")
 // deadLetter copies the request to the DLQ, byte for byte, with the
 // contract's headers. Its Nats-Msg-Id is the one the handler would have
 // used, so it never makes a second entry.
-func (c *TaskConsumer) deadLetter(ctx context.Context, d Delivery, reason subjects.Reason, text string) error {
+func (c *TaskConsumer) deadLetter(ctx context.Context, d Msg, reason subjects.Reason, text string) error {
 	if c.cfg.JetStream == nil {
 		return errNoJetStream
 	}

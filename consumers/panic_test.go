@@ -18,8 +18,8 @@ type stubPoisoner struct {
 	panic bool
 }
 
-func (s stubPoisoner) Handle(context.Context, Delivery) Outcome { panic("handle") }
-func (s stubPoisoner) Poison(context.Context, Delivery, error) Outcome {
+func (s stubPoisoner) Handle(context.Context, Msg) Outcome { panic("handle") }
+func (s stubPoisoner) Poison(context.Context, Msg, error) Outcome {
 	if s.panic {
 		panic("poison")
 	}
@@ -28,7 +28,7 @@ func (s stubPoisoner) Poison(context.Context, Delivery, error) Outcome {
 
 type plainHandler struct{}
 
-func (plainHandler) Handle(context.Context, Delivery) Outcome { panic("handle") }
+func (plainHandler) Handle(context.Context, Msg) Outcome { panic("handle") }
 
 // What a panicked message becomes, without a broker: retried, failed by
 // the handler, or (no JetStream for the last-resort DLQ copy) left for a
@@ -57,7 +57,7 @@ func TestPanicked(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := New(Config{Queue: "q", RetryBase: time.Second}, nil, NewPool(1), tt.h, natstest.Quiet())
-			d := Delivery{Queue: "q", Body: []byte(`{}`), StreamSeq: 7, NumDelivered: tt.delivered, MaxDeliver: 3}
+			d := Msg{Queue: "q", Body: []byte(`{}`), StreamSeq: 7, NumDelivered: tt.delivered, MaxDeliver: 3}
 			_, perr := guard(func() Outcome { return c.h.Handle(context.Background(), d) })
 			var pe *PanicError
 			require.ErrorAs(t, perr, &pe)

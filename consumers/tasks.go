@@ -5,7 +5,8 @@
 //
 // Everything it exports is its own or the wire contract's (package
 // subjects): a program can run tasks through it without Drover's internal
-// packages.
+// packages. Its Handler is the seam: Drover's pipeline implements it with
+// these very types (Msg, Outcome, Action, ErrClaimLost).
 package consumers
 
 import (
@@ -60,11 +61,6 @@ type Config struct {
 	// running are not touched. It must be cheap (cached).
 	Hold     func() error
 	HoldPoll time.Duration
-	// ClaimLost, when set, is a sentinel of the handler's own that the
-	// cause of a task context cancelled for a lost claim also matches
-	// (errors.Is), besides ErrClaimLost: a handler then needs no context
-	// of its own to translate the cause.
-	ClaimLost error
 }
 
 func (c Config) withDefaults() Config {
@@ -139,7 +135,6 @@ type TaskConsumer struct {
 	pool   *Pool
 	h      Handler
 	log    *slog.Logger
-	lost   error // the cause of a task context ended for a lost claim
 
 	cons     atomic.Pointer[jetstream.Consumer]
 	settings atomic.Pointer[Settings]
@@ -157,10 +152,7 @@ func New(cfg Config, ensure Ensure, p *Pool, h Handler, log *slog.Logger) *TaskC
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &TaskConsumer{cfg: cfg.withDefaults(), ensure: ensure, pool: p, h: h, log: log.With("queue", cfg.Queue), lost: ErrClaimLost}
-	if cfg.ClaimLost != nil {
-		c.lost = lostCause{also: cfg.ClaimLost}
-	}
+	c := &TaskConsumer{cfg: cfg.withDefaults(), ensure: ensure, pool: p, h: h, log: log.With("queue", cfg.Queue)}
 	s := settingsOf(jetstream.ConsumerConfig{}, c.cfg)
 	c.settings.Store(&s)
 	return c
@@ -254,13 +246,13 @@ func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 			}
 			held = false
 		}
-		n, err := c.pool.p.Reserve(ctx, hungry)
+		n, err := c.pool.reserve(ctx, hungry)
 		if err != nil {
 			return
 		}
 		got, err := c.fetch(ctx, workCtx, n)
 		for range n - got {
-			c.pool.p.Release()
+			c.pool.Release()
 		}
 		hungry = got > 0
 		if err == nil {
@@ -297,7 +289,7 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		return 0, errors.New("consumers: the consumer's stream and name are unknown")
 	}
 	wait := c.cfg.FetchWait
-	if c.pool.p.Contended() {
+	if c.pool.contended() {
 		wait = 0
 	}
 	p, err := startPull(c.cfg.JetStream.Conn(), nextSubject(c.cfg.JetStream, info.Stream, info.Name), n, wait)
@@ -309,7 +301,7 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 	// then its drain.
 	guard := time.NewTimer(wait + time.Second)
 	defer guard.Stop()
-	want, stop := c.pool.p.Wanted(), ctx.Done()
+	want, stop := c.pool.wanted(), ctx.Done()
 	got := 0
 	start := func(msg *nats.Msg) {
 		m := pulled{msg}
@@ -322,7 +314,7 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		got++
 		c.stats.fetched.Add(1)
 		c.tasks.Add(1)
-		c.pool.p.Go(func() { defer c.tasks.Done(); c.handle(workCtx, m) })
+		c.pool.Go(func() { defer c.tasks.Done(); c.handle(workCtx, m) })
 	}
 	// end ends the pull early and gives its drain drainWait; false: it had
 	// ended already.

@@ -417,3 +417,9 @@ const (
 	// lowest any of its running tasks carries applies.
 	MetaWorkflowBudget = "workflow_budget_usd"
 )
+
+// MetaBoardLine is the metadata key of a board task's row line number in
+// its board file (an integer). It is for display only: it changes when a
+// row is inserted above the task, which changes nothing the roles do, so it
+// is no part of a role's cache key either.
+const MetaBoardLine = "board_line"

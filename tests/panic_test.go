@@ -31,14 +31,14 @@ func taskID(body []byte) string {
 	return r.ID
 }
 
-func (p panicky) Handle(ctx context.Context, d consumers.Delivery) consumers.Outcome {
+func (p panicky) Handle(ctx context.Context, d consumers.Msg) consumers.Outcome {
 	if id := taskID(d.Body); id == p.handle || id == p.fails {
 		panic("pipeline bug on " + id)
 	}
 	return p.next.Handle(ctx, d)
 }
 
-func (p panicky) Poison(ctx context.Context, d consumers.Delivery, cause error) consumers.Outcome {
+func (p panicky) Poison(ctx context.Context, d consumers.Msg, cause error) consumers.Outcome {
 	if taskID(d.Body) == p.fails {
 		panic("failing path bug")
 	}

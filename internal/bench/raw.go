@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/jsapi"
-	"github.com/droverhq/drover/internal/pool"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -124,7 +124,7 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 	defer r.fail(nil)
 
 	fetchCtx, stopFetch := context.WithCancel(ctx)
-	pl := pool.New(r.cfg.Concurrency)
+	pl := consumers.NewPool(r.cfg.Concurrency)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); r.fetchLoop(fetchCtx, ctx, cons, pl) }()
@@ -259,7 +259,7 @@ func (r *raw) indexOf(msg jetstream.Msg) (int, bool) {
 
 // fetchLoop fetches only for free pool slots, as a task consumer does,
 // until fetchCtx ends; handlers run under workCtx.
-func (r *raw) fetchLoop(fetchCtx, workCtx context.Context, cons jetstream.Consumer, pl *pool.Pool) {
+func (r *raw) fetchLoop(fetchCtx, workCtx context.Context, cons jetstream.Consumer, pl *consumers.Pool) {
 	for fetchCtx.Err() == nil {
 		n, err := pl.AcquireFree(fetchCtx)
 		if err != nil {
@@ -276,7 +276,7 @@ func (r *raw) fetchLoop(fetchCtx, workCtx context.Context, cons jetstream.Consum
 	}
 }
 
-func (r *raw) fetch(fetchCtx, workCtx context.Context, cons jetstream.Consumer, pl *pool.Pool, n int) (int, error) {
+func (r *raw) fetch(fetchCtx, workCtx context.Context, cons jetstream.Consumer, pl *consumers.Pool, n int) (int, error) {
 	ctx, cancel := context.WithTimeout(fetchCtx, rawFetchWait)
 	defer cancel()
 	batch, err := cons.Fetch(n, jetstream.FetchContext(ctx))

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -43,12 +42,6 @@ type Meta struct {
 // MetaKey is the metadata key of Meta.
 const MetaKey = "board"
 
-// LineKey is the metadata key of the row's line number in the board file,
-// for display: a row inserted above a task moves it, so the line is kept
-// out of metadata.board and out of the cache key (cache.Key leaves it out),
-// and the task's cached results stay valid.
-const LineKey = cache.BoardLineKey
-
 // Requests returns a task request for each open task, in file order, in
 // workflow. A task's type is its Type cell, or typ when the cell is empty
 // (the worker's default when both are). Each carries Meta and its line;
@@ -66,7 +59,7 @@ func (b *Board) Requests(workflow, typ string) []subjects.TaskRequest {
 			ID: t.ID, Workflow: workflow, Scope: t.Scope, Verification: t.Verification, Type: t.Type,
 			Branch:   t.Branch,
 			Review:   t.Review,
-			Metadata: map[string]json.RawMessage{MetaKey: meta, LineKey: json.RawMessage(strconv.Itoa(t.Line))},
+			Metadata: map[string]json.RawMessage{MetaKey: meta, subjects.MetaBoardLine: json.RawMessage(strconv.Itoa(t.Line))},
 		}
 		if req.Type == "" {
 			req.Type = typ

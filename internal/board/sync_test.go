@@ -50,10 +50,10 @@ func TestRequestsAreTheOpenRows(t *testing.T) {
 	require.Equal(t, "feat/t2", reqs[0].Branch, "the Branch column fills the request's branch")
 	require.Empty(t, reqs[1].Branch)
 	require.JSONEq(t, `{"file":"sprint.md","branch":"feat/t2"}`, string(reqs[0].Metadata[MetaKey]))
-	require.Equal(t, "4", string(reqs[0].Metadata[LineKey]))
+	require.Equal(t, "4", string(reqs[0].Metadata[subjects.MetaBoardLine]))
 	require.Equal(t, "chore", reqs[1].Type)
 	require.JSONEq(t, `{"file":"sprint.md"}`, string(reqs[1].Metadata[MetaKey]))
-	require.Equal(t, "5", string(reqs[1].Metadata[LineKey]))
+	require.Equal(t, "5", string(reqs[1].Metadata[subjects.MetaBoardLine]))
 	for _, r := range reqs {
 		require.NoError(t, r.Validate())
 		_, err := json.Marshal(r)
@@ -74,7 +74,7 @@ func TestCacheKeyIgnoresTheRowsLine(t *testing.T) {
 		req := reqs[len(reqs)-1]
 		require.Equal(t, "T2", req.ID)
 		task := req.WithDefaults()
-		return cache.Key("planner/v1", runner.Request{Role: subjects.RolePlanner, Task: task, Attempt: 1}), string(req.Metadata[LineKey])
+		return cache.Key("planner/v1", runner.Request{Role: subjects.RolePlanner, Task: task, Attempt: 1}), string(req.Metadata[subjects.MetaBoardLine])
 	}
 	before, line := key(head + row)
 	require.Equal(t, "3", line)

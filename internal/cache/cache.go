@@ -39,17 +39,11 @@ func New(kv jetstream.KeyValue, log *slog.Logger) *Cache {
 	return &Cache{kv: kv, log: log}
 }
 
-// BoardLineKey is the metadata key of a board task's row line number (see
-// board.LineKey). It is for display only: it changes when a row is
-// inserted above the task, which changes nothing the roles do, so Key
-// leaves it out.
-const BoardLineKey = "board_line"
-
-// keyless are the metadata keys Key leaves out: the board line, and the
-// budgets (subjects.MetaTaskBudget, subjects.MetaWorkflowBudget), which limit
+// keyless are the metadata keys Key leaves out: the board line
+// (subjects.MetaBoardLine), for display only, and the budgets (subjects.MetaTaskBudget, subjects.MetaWorkflowBudget), which limit
 // what a task may spend, not what its roles answer, so a raised budget
 // keeps the task's cached results.
-var keyless = map[string]bool{BoardLineKey: true, subjects.MetaTaskBudget: true, subjects.MetaWorkflowBudget: true}
+var keyless = map[string]bool{subjects.MetaBoardLine: true, subjects.MetaTaskBudget: true, subjects.MetaWorkflowBudget: true}
 
 // Key returns the cache key of a role request run by a runner with the given
 // identity: "<role>.<sha256 hex>" over a canonical encoding of everything

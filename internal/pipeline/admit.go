@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -23,7 +24,7 @@ func reviewRank(mode string) int {
 // anything of it runs or is written: its review may raise the queue's
 // review mode, never lower it, and its own branch must pass the
 // workspaces' branch policy. A refusal is invalid_value, naming the field.
-func (p *Pipeline) admitRequest(d Delivery, req subjects.TaskRequest) *subjects.RejectError {
+func (p *Pipeline) admitRequest(d consumers.Msg, req subjects.TaskRequest) *subjects.RejectError {
 	refuse := func(format string, a ...any) *subjects.RejectError {
 		return &subjects.RejectError{Reason: subjects.ReasonInvalidValue, Workflow: req.Workflow, Task: req.ID, Msg: fmt.Sprintf(format, a...)}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -54,7 +55,7 @@ func TestAdmitRequest(t *testing.T) {
 			p.d.Workspaces = branchRule{refused: "main"}
 		}
 		req := subjects.TaskRequest{Workflow: "wf", ID: "T1", Scope: "s", Review: tc.review, Branch: tc.branch}
-		rej := p.admitRequest(Delivery{Queue: tc.queue}, req)
+		rej := p.admitRequest(consumers.Msg{Queue: tc.queue}, req)
 		if tc.want == "" {
 			require.Nil(t, rej, tc.name)
 			continue

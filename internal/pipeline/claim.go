@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
@@ -16,7 +17,7 @@ import (
 
 // taskRun is one delivery's view of a task while it runs.
 type taskRun struct {
-	d           Delivery
+	d           consumers.Msg
 	req         subjects.TaskRequest
 	st          subjects.TaskState // as committed at rev (or to be created)
 	rev         uint64             // 0: the state does not exist yet
@@ -46,7 +47,7 @@ type taskRun struct {
 // rejected without spending a model call. A first delivery with no state
 // writes nothing yet: its first commit creates the state, so a cold task
 // pays for no separate claim write.
-func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskRequest) (*taskRun, Outcome, bool) {
+func (p *Pipeline) claim(ctx context.Context, d consumers.Msg, req subjects.TaskRequest) (*taskRun, consumers.Outcome, bool) {
 	for range 4 {
 		cur, err := p.d.State.GetTask(ctx, req.Workflow, req.ID)
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
@@ -65,11 +66,11 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 		t := p.newRun(d, req)
 		switch step {
 		case claimFresh:
-			return t, Outcome{}, true
+			return t, consumers.Outcome{}, true
 		case claimCreate:
 			switch err := p.commit(ctx, t, nil); {
 			case err == nil:
-				return t, Outcome{}, true
+				return t, consumers.Outcome{}, true
 			case errors.Is(err, errCreateConflict):
 				continue
 			default:
@@ -78,11 +79,11 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 		case claimDuplicate:
 			return nil, p.rejectDuplicate(ctx, d, req, cur), false
 		case claimAbandon:
-			return nil, Outcome{Action: Abandon, Err: errors.New("a later delivery owns the task")}, false
+			return nil, consumers.Outcome{Action: consumers.Abandon, Err: errors.New("a later delivery owns the task")}, false
 		case claimStale:
 			p.requestLog(d, req.Workflow, req.ID).Info("request the task has moved on from; acked without running",
 				"owner_stream_seq", cur.StreamSeq, "retry_revision", retryRevision(d))
-			return nil, Outcome{Action: Ack}, false
+			return nil, consumers.Outcome{Action: consumers.Ack}, false
 		}
 		t.st, t.rev = cur.TaskState, cur.Revision
 		switch step {
@@ -97,7 +98,7 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 			case err != nil:
 				return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
 			}
-			return t, Outcome{}, true
+			return t, consumers.Outcome{}, true
 		case claimRetry:
 			// The retry the task's last write scheduled: this request
 			// owns the task now; the one that scheduled it is done.
@@ -113,7 +114,7 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 			case err != nil:
 				return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
 			}
-			return t, Outcome{}, true
+			return t, consumers.Outcome{}, true
 		case claimTakeOver:
 			switch _, err := p.casState(ctx, t, func(*subjects.TaskState) {}, t.st.Outbox); {
 			case errors.Is(err, state.ErrConflict):
@@ -128,14 +129,14 @@ func (p *Pipeline) claim(ctx context.Context, d Delivery, req subjects.TaskReque
 		if out, done := settled(t.st); done {
 			return nil, out, false
 		}
-		return t, Outcome{}, true
+		return t, consumers.Outcome{}, true
 	}
 	return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, errors.New("state kept changing while claiming the task")), false
 }
 
 // retryRevision is the request's Drover-Retry header: the revision of the
 // state write that scheduled it, 0 when it has none or it does not parse.
-func retryRevision(d Delivery) uint64 {
+func retryRevision(d consumers.Msg) uint64 {
 	v := d.Header.Get(subjects.HeaderRetry)
 	if v == "" || len(v) > 20 {
 		return 0
@@ -147,7 +148,7 @@ func retryRevision(d Delivery) uint64 {
 	return n
 }
 
-func (p *Pipeline) newRun(d Delivery, req subjects.TaskRequest) *taskRun {
+func (p *Pipeline) newRun(d consumers.Msg, req subjects.TaskRequest) *taskRun {
 	now := p.cfg.Now().UTC()
 	return &taskRun{
 		d:   d,
@@ -174,14 +175,14 @@ func (p *Pipeline) newRun(d Delivery, req subjects.TaskRequest) *taskRun {
 // case), when it is a valid W3C traceparent; "" otherwise. A request's
 // headers are untrusted: an invalid one is dropped, never carried to audit
 // events, spans, the DLQ or runners, and never a reason to reject.
-func traceparentOf(d Delivery) string {
+func traceparentOf(d consumers.Msg) string {
 	if v := rawTraceparent(d); subjects.ValidTraceparent(v) {
 		return v
 	}
 	return ""
 }
 
-func rawTraceparent(d Delivery) string {
+func rawTraceparent(d consumers.Msg) string {
 	if v := d.Header.Get(subjects.HeaderTraceparent); v != "" {
 		return v
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
@@ -246,7 +247,7 @@ func (p *Pipeline) resync(ctx context.Context, t *taskRun, items []subjects.Outb
 
 // publishDLQ writes the request's DLQ entry: its body byte for byte, with
 // the reason headers. Its Nats-Msg-Id makes a repeated write store once.
-func (p *Pipeline) publishDLQ(ctx context.Context, d Delivery, reason subjects.Reason, text, workflow, task string) error {
+func (p *Pipeline) publishDLQ(ctx context.Context, d consumers.Msg, reason subjects.Reason, text, workflow, task string) error {
 	h := nats.Header{}
 	h.Set(subjects.HeaderContract, subjects.ContractVersion)
 	h.Set(subjects.HeaderReason, string(reason))
@@ -275,16 +276,16 @@ func (p *Pipeline) publishDLQ(ctx context.Context, d Delivery, reason subjects.R
 }
 
 // errOutcome maps a commit or flush error to what to do with the message.
-func (p *Pipeline) errOutcome(t *taskRun, err error) Outcome {
+func (p *Pipeline) errOutcome(t *taskRun, err error) consumers.Outcome {
 	if errors.Is(err, errLost) || errors.Is(err, errCreateConflict) {
-		return Outcome{Action: Abandon, Err: err}
+		return consumers.Outcome{Action: consumers.Abandon, Err: err}
 	}
 	return p.nakOutcome(p.taskLog(t, ""), t.d, err)
 }
 
 // nakOutcome retries the delivery later, after an infrastructure error;
 // log is the task's logger (taskLog or requestLog).
-func (p *Pipeline) nakOutcome(log *slog.Logger, d Delivery, err error) Outcome {
+func (p *Pipeline) nakOutcome(log *slog.Logger, d consumers.Msg, err error) consumers.Outcome {
 	log.Warn("task delivery failed; retrying", "err", err)
-	return Outcome{Action: Nak, Delay: p.backoff(d.NumDelivered), Err: err, RetryInPlace: serverFault(err)}
+	return consumers.Outcome{Action: consumers.Nak, Delay: p.backoff(d.NumDelivered), Err: err, RetryInPlace: serverFault(err)}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/runner"
@@ -87,19 +88,19 @@ func decideClaim(v claimView) claimStep {
 // settled is the outcome of a task whose state is terminal, or parked for
 // an outside actor (its outbox published): ok=false while it runs or is
 // paused.
-func settled(st subjects.TaskState) (Outcome, bool) {
+func settled(st subjects.TaskState) (consumers.Outcome, bool) {
 	switch st.State {
 	case subjects.StateCompleted:
-		return Outcome{Action: Ack, Terminal: subjects.EventTaskCompleted}, true
+		return consumers.Outcome{Action: consumers.Ack, Terminal: subjects.EventTaskCompleted}, true
 	case subjects.StateFailed:
-		return Outcome{Action: Term, Terminal: subjects.EventTaskFailed, Reason: st.Reason}, true
+		return consumers.Outcome{Action: consumers.Term, Terminal: subjects.EventTaskFailed, Reason: st.Reason}, true
 	case subjects.StateCancelled:
-		return Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}, true
+		return consumers.Outcome{Action: consumers.Term, Terminal: subjects.EventTaskCancelled}, true
 	}
 	if IsParked(st.State) { // a redelivery of the message that parked it
-		return Outcome{Action: Ack}, true
+		return consumers.Outcome{Action: consumers.Ack}, true
 	}
-	return Outcome{}, false
+	return consumers.Outcome{}, false
 }
 
 // fenceStep is what publishing an outbox item does next.
@@ -183,7 +184,7 @@ const (
 // task's.
 func decideRoleError(ctx context.Context, err error, try uint64, maxDeliver int) roleStep {
 	switch {
-	case errors.Is(err, ErrClaimLost) || errors.Is(context.Cause(ctx), ErrClaimLost):
+	case errors.Is(err, consumers.ErrClaimLost) || errors.Is(context.Cause(ctx), consumers.ErrClaimLost):
 		return roleAbandon
 	case ctx.Err() != nil:
 		return roleStopping

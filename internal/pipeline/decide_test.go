@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/runner"
@@ -74,14 +75,14 @@ func TestSettled(t *testing.T) {
 	for _, tc := range []struct {
 		state  string
 		reason subjects.Reason
-		want   Outcome
+		want   consumers.Outcome
 		done   bool
 	}{
-		{subjects.StateCompleted, "", Outcome{Action: Ack, Terminal: subjects.EventTaskCompleted}, true},
-		{subjects.StateFailed, subjects.ReasonMaxAttempts, Outcome{Action: Term, Terminal: subjects.EventTaskFailed, Reason: subjects.ReasonMaxAttempts}, true},
-		{subjects.StateCancelled, "", Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}, true},
-		{subjects.StateRunning, "", Outcome{}, false},
-		{subjects.StatePaused, "", Outcome{}, false},
+		{subjects.StateCompleted, "", consumers.Outcome{Action: consumers.Ack, Terminal: subjects.EventTaskCompleted}, true},
+		{subjects.StateFailed, subjects.ReasonMaxAttempts, consumers.Outcome{Action: consumers.Term, Terminal: subjects.EventTaskFailed, Reason: subjects.ReasonMaxAttempts}, true},
+		{subjects.StateCancelled, "", consumers.Outcome{Action: consumers.Term, Terminal: subjects.EventTaskCancelled}, true},
+		{subjects.StateRunning, "", consumers.Outcome{}, false},
+		{subjects.StatePaused, "", consumers.Outcome{}, false},
 	} {
 		t.Run(tc.state, func(t *testing.T) {
 			t.Parallel()
@@ -144,7 +145,7 @@ func TestDecideRoleError(t *testing.T) {
 	stopping, stop := context.WithCancel(context.Background())
 	stop()
 	lost, lose := context.WithCancelCause(context.Background())
-	lose(ErrClaimLost)
+	lose(consumers.ErrClaimLost)
 	transient := errors.New("runner: connection reset")
 	permanent := fmt.Errorf("openai: 400: %w", runner.ErrPermanent)
 	blob := fmt.Errorf("planner: output: %w", errBlobStore)
@@ -163,7 +164,7 @@ func TestDecideRoleError(t *testing.T) {
 		{"permanent on the last delivery: role_failed", live, permanent, 5, roleFail},
 		{"blob store down: nak, nothing recorded", live, blob, 1, roleInfra},
 		{"blob store down on the last delivery: nak", live, blob, 5, roleInfra},
-		{"claim lost (error): abandon", live, fmt.Errorf("judge: not started: %w", ErrClaimLost), 1, roleAbandon},
+		{"claim lost (error): abandon", live, fmt.Errorf("judge: not started: %w", consumers.ErrClaimLost), 1, roleAbandon},
 		{"claim lost (context): abandon", lost, transient, 1, roleAbandon},
 		{"stopping: hand back at once", stopping, transient, 1, roleStopping},
 		{"stopping beats permanent", stopping, permanent, 5, roleStopping},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -114,7 +115,7 @@ func IsParked(state string) bool { return parkedState.MatchString(state) }
 // deliverApproved pushes an approved task's branch and hands it to the
 // Deliverer, then completes, parks or fails the task. items and keep carry
 // what the round finished.
-func (p *Pipeline) deliverApproved(ctx context.Context, t *taskRun, a approved, items []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+func (p *Pipeline) deliverApproved(ctx context.Context, t *taskRun, a approved, items []subjects.OutboxItem, keep func(*subjects.TaskState)) consumers.Outcome {
 	round := a.attempt
 	if (t.ws != nil && t.change != nil) || p.d.Deliverer != nil {
 		// The delivery has side effects: the verdict and the head it
@@ -210,7 +211,7 @@ func (p *Pipeline) deliverApproved(ctx context.Context, t *taskRun, a approved, 
 		return p.errOutcome(t, err)
 	}
 	p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskCompleted)
-	return Outcome{Action: Ack, Terminal: subjects.EventTaskCompleted}
+	return consumers.Outcome{Action: consumers.Ack, Terminal: subjects.EventTaskCompleted}
 }
 
 // approved is an approved round on its way to delivery.
@@ -250,11 +251,11 @@ func approvedResult(change, verdict json.RawMessage, round int) (json.RawMessage
 
 // parkFor parks the task in a state an outside actor finishes: its request
 // kept in its state, its message acked, no worktree held.
-func (p *Pipeline) parkFor(ctx context.Context, t *taskRun, st string, items []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+func (p *Pipeline) parkFor(ctx context.Context, t *taskRun, st string, items []subjects.OutboxItem, keep func(*subjects.TaskState)) consumers.Outcome {
 	// The worktree goes first: once the state is written, a decision may
 	// send the task on at once, and the worker that takes it (this one,
 	// maybe) opens the branch again. The branch and its commits stay.
-	p.releaseWorkspace(ctx, t, Outcome{})
+	p.releaseWorkspace(ctx, t, consumers.Outcome{})
 	err := p.commit(ctx, t, func(s *subjects.TaskState) {
 		if keep != nil {
 			keep(s)
@@ -271,7 +272,7 @@ func (p *Pipeline) parkFor(ctx context.Context, t *taskRun, st string, items []s
 		return p.errOutcome(t, err)
 	}
 	p.taskLog(t, "").Info("task parked", "state", st)
-	return Outcome{Action: Ack}
+	return consumers.Outcome{Action: consumers.Ack}
 }
 
 // deliverStage delivers an approved task whose verdict is recorded: one
@@ -279,7 +280,7 @@ func (p *Pipeline) parkFor(ctx context.Context, t *taskRun, st string, items []s
 // retry cut short. The worktree is rebuilt from the pinned base and the
 // recorded change, then the branch is pushed (leased on the heads recorded
 // before) and delivered; a push recorded as done is not made again.
-func (p *Pipeline) deliverStage(ctx context.Context, t *taskRun) Outcome {
+func (p *Pipeline) deliverStage(ctx context.Context, t *taskRun) consumers.Outcome {
 	plan, err := p.output(ctx, t, subjects.RolePlanner, t.plan)
 	if err != nil {
 		return p.nakOutcome(p.taskLog(t, ""), t.d, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -12,11 +13,11 @@ import (
 // events of this round not yet committed and keep records their progress in
 // the state, so that a retry does not lose them.
 func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Role, attempt int, err error, dur time.Duration,
-	pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+	pending []subjects.OutboxItem, keep func(*subjects.TaskState)) consumers.Outcome {
 	try := tryOf(t.st.TryBase, t.d.NumDelivered)
 	switch decideRoleError(ctx, err, try, p.cfg.MaxDeliver) {
 	case roleAbandon:
-		return Outcome{Action: Abandon, Err: err}
+		return consumers.Outcome{Action: consumers.Abandon, Err: err}
 	case roleStopping:
 		// Keep what this round finished, then hand the task back at
 		// once so another worker takes it without waiting.
@@ -27,7 +28,7 @@ func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Rol
 				return p.errOutcome(t, cerr)
 			}
 		}
-		return Outcome{Action: Nak, Delay: 0, Err: err}
+		return consumers.Outcome{Action: consumers.Nak, Delay: 0, Err: err}
 	case roleInfra:
 		// Not the role's failure: its output could not be kept. Retry
 		// later, like any infrastructure error, recording nothing.
@@ -61,15 +62,15 @@ func (p *Pipeline) roleFailed(ctx context.Context, t *taskRun, role subjects.Rol
 		// The retry is committed; a redelivery of this message takes
 		// the task over and runs it.
 		p.taskLog(t, role).Warn("role failed; could not schedule its retry, handing the message back", "err", err, "schedule_err", serr)
-		return Outcome{Action: Nak, Delay: delay, Err: err}
+		return consumers.Outcome{Action: consumers.Nak, Delay: delay, Err: err}
 	}
 	p.taskLog(t, role).Info("role failed; retry scheduled", "err", err, "retry_in", delay)
-	return Outcome{Action: Ack, Err: err}
+	return consumers.Outcome{Action: consumers.Ack, Err: err}
 }
 
 // fail ends the task as failed: state, DLQ entry, task_failed, then Term.
 func (p *Pipeline) fail(ctx context.Context, t *taskRun, attempt int, reason subjects.Reason, text string,
-	pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+	pending []subjects.OutboxItem, keep func(*subjects.TaskState)) consumers.Outcome {
 	items := append(pending, p.failedEvents(t, attempt, reason, text)...)
 	err := p.commit(ctx, t, func(s *subjects.TaskState) {
 		if keep != nil {
@@ -89,7 +90,7 @@ func (p *Pipeline) fail(ctx context.Context, t *taskRun, attempt int, reason sub
 	p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskFailed)
 	p.learn(ctx, t, failedRole(t), attempt, string(reason), text, "", subjects.EventTaskFailed)
 	p.taskLog(t, failedRole(t)).Warn("task failed", "reason", reason, "err", text)
-	return Outcome{Action: Term, Terminal: subjects.EventTaskFailed, Reason: reason}
+	return consumers.Outcome{Action: consumers.Term, Terminal: subjects.EventTaskFailed, Reason: reason}
 }
 
 // failedRole is the role a failed task was at: its stage, or the judge when

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
@@ -62,7 +63,7 @@ func (p *Pipeline) parkedRun(cur state.Task, want string) (*taskRun, error) {
 		req.MaxAttempts = subjects.DefaultMaxAttempts
 	}
 	return &taskRun{
-		d:   Delivery{Queue: cur.Queue, StreamSeq: cur.StreamSeq, NumDelivered: cur.Delivery, Body: cur.Request},
+		d:   consumers.Msg{Queue: cur.Queue, StreamSeq: cur.StreamSeq, NumDelivered: cur.Delivery, Body: cur.Request},
 		req: req, st: cur.TaskState, rev: cur.Revision,
 	}, nil
 }
@@ -144,7 +145,7 @@ func (p *Pipeline) FailParked(ctx context.Context, cur state.Task, want string, 
 // items with the failure, and returns its state after.
 func (p *Pipeline) failParked(ctx context.Context, t *taskRun, reason subjects.Reason, text string, items []subjects.OutboxItem, keep func(*subjects.TaskState)) (state.Task, error) {
 	out := p.fail(ctx, t, t.st.Attempt, reason, text, items, keep)
-	if out.Action != Term {
+	if out.Action != consumers.Term {
 		return state.Task{}, decidedErr(out.Err)
 	}
 	return state.Task{TaskState: t.st, Revision: t.rev}, nil

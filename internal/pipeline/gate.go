@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
@@ -46,15 +47,15 @@ func (p *Pipeline) workflow(ctx context.Context, id string) (subjects.WorkflowSt
 // progress and request kept in its state, its message acked), a cancelled
 // one ends it with task_cancelled. pending and keep carry a round's finished
 // implementer result, so parking between two roles loses nothing.
-func (p *Pipeline) gate(ctx context.Context, t *taskRun, pending []subjects.OutboxItem, keep func(*subjects.TaskState)) (Outcome, bool) {
+func (p *Pipeline) gate(ctx context.Context, t *taskRun, pending []subjects.OutboxItem, keep func(*subjects.TaskState)) (consumers.Outcome, bool) {
 	if p.d.Workflows == nil {
-		return Outcome{}, false
+		return consumers.Outcome{}, false
 	}
 	ws, ok, err := p.workflow(ctx, t.req.Workflow)
 	switch decideGate(ws, ok, err, t.rev != 0, t.d.Timestamp) {
 	case gateBlocked:
 		if ctx.Err() != nil { // stopping: hand the task back at once
-			return Outcome{Action: Nak, Err: err}, true
+			return consumers.Outcome{Action: consumers.Nak, Err: err}, true
 		}
 		return p.nakOutcome(p.taskLog(t, ""), t.d, err), true
 	case gatePark:
@@ -66,12 +67,12 @@ func (p *Pipeline) gate(ctx context.Context, t *taskRun, pending []subjects.Outb
 	case gateCancel:
 		return p.cancel(ctx, t, ws.Reason, pending, keep), true
 	}
-	return Outcome{}, false
+	return consumers.Outcome{}, false
 }
 
 // park stops the task where it stands: state paused with its request, so
 // resume can publish it again and continue from the exact role.
-func (p *Pipeline) park(ctx context.Context, t *taskRun, pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+func (p *Pipeline) park(ctx context.Context, t *taskRun, pending []subjects.OutboxItem, keep func(*subjects.TaskState)) consumers.Outcome {
 	err := p.commit(ctx, t, func(s *subjects.TaskState) {
 		if keep != nil {
 			keep(s)
@@ -89,11 +90,11 @@ func (p *Pipeline) park(ctx context.Context, t *taskRun, pending []subjects.Outb
 	}
 	p.taskLog(t, "").Info("task parked: its workflow is paused", "stage", t.st.Stage)
 	p.settleParked(ctx, t)
-	return Outcome{Action: Ack}
+	return consumers.Outcome{Action: consumers.Ack}
 }
 
 // cancel ends the task with task_cancelled.
-func (p *Pipeline) cancel(ctx context.Context, t *taskRun, reason string, pending []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+func (p *Pipeline) cancel(ctx context.Context, t *taskRun, reason string, pending []subjects.OutboxItem, keep func(*subjects.TaskState)) consumers.Outcome {
 	ev := p.event(t, subjects.EventTaskCancelled, subjects.ActorSystem, t.st.Attempt, 0)
 	ev.Action = "cancelled"
 	ev.Reasoning = reason
@@ -114,7 +115,7 @@ func (p *Pipeline) cancel(ctx context.Context, t *taskRun, reason string, pendin
 		return p.errOutcome(t, err)
 	}
 	p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskCancelled)
-	return Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}
+	return consumers.Outcome{Action: consumers.Term, Terminal: subjects.EventTaskCancelled}
 }
 
 // CancelParked ends a paused or parked (awaiting_...) task of a cancelled workflow, from its state
@@ -133,11 +134,11 @@ func (p *Pipeline) CancelParked(ctx context.Context, cur state.Task, reason stri
 	}
 	req.Workflow, req.ID = workflow, task
 	t := &taskRun{
-		d:   Delivery{Queue: cur.Queue, StreamSeq: cur.StreamSeq, NumDelivered: cur.Delivery, Body: cur.Request},
+		d:   consumers.Msg{Queue: cur.Queue, StreamSeq: cur.StreamSeq, NumDelivered: cur.Delivery, Body: cur.Request},
 		req: req, st: cur.TaskState, rev: cur.Revision,
 	}
 	out := p.cancel(ctx, t, reason, nil, nil)
-	if out.Action != Term {
+	if out.Action != consumers.Term {
 		return false, out.Err
 	}
 	return true, nil

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"log/slog"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -27,15 +28,15 @@ func (p *Pipeline) taskLog(t *taskRun, role subjects.Role) *slog.Logger {
 			role = r
 		}
 	}
-	return withDelivery(taskLogger(p.d.Log, t.req.Workflow, t.req.ID, role, t.st.Attempt), t.d)
+	return withMsg(taskLogger(p.d.Log, t.req.Workflow, t.req.ID, role, t.st.Attempt), t.d)
 }
 
 // requestLog is the logger of a line about a delivery before its task's
 // state is known: the attempt is 0.
-func (p *Pipeline) requestLog(d Delivery, workflow, task string) *slog.Logger {
-	return withDelivery(taskLogger(p.d.Log, workflow, task, "", 0), d)
+func (p *Pipeline) requestLog(d consumers.Msg, workflow, task string) *slog.Logger {
+	return withMsg(taskLogger(p.d.Log, workflow, task, "", 0), d)
 }
 
-func withDelivery(log *slog.Logger, d Delivery) *slog.Logger {
+func withMsg(log *slog.Logger, d consumers.Msg) *slog.Logger {
 	return log.With("queue", d.Queue, "stream_seq", d.StreamSeq, "delivery", d.NumDelivered)
 }

@@ -21,9 +21,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/audit"
 	"github.com/droverhq/drover/internal/blobs"
 	"github.com/droverhq/drover/internal/cache"
@@ -32,61 +32,6 @@ import (
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
-
-// ErrClaimLost is the cause of a task context cancelled because the worker
-// can no longer be sure it owns the message (it missed its heartbeat
-// deadline). The pipeline then abandons the task.
-var ErrClaimLost = errors.New("claim lost")
-
-// Delivery is one delivery of a task request message.
-type Delivery struct {
-	Queue        string
-	Body         []byte
-	Header       nats.Header
-	StreamSeq    uint64
-	NumDelivered uint64
-	// Timestamp is when the server stored the request.
-	Timestamp time.Time
-	// Stale, when set, reports that the claim went a whole ack wait
-	// without a heartbeat: the server may have handed the message on, so
-	// no new role is started.
-	Stale func() bool
-}
-
-// Action is what the consumer does with the message after Handle.
-type Action int
-
-// The actions.
-const (
-	// Ack: the task completed (or was already complete).
-	Ack Action = iota
-	// Term: the task ended without completing; its DLQ entry is written.
-	Term
-	// Nak: run it again after Delay.
-	Nak
-	// Abandon: the claim is lost; send nothing for this message.
-	Abandon
-)
-
-func (a Action) String() string {
-	return [...]string{"ack", "term", "nak", "abandon"}[a]
-}
-
-// Outcome is the result of handling one delivery.
-type Outcome struct {
-	Action Action
-	Delay  time.Duration
-	// Terminal is the terminal event written, if any.
-	Terminal subjects.EventType
-	// Reason is the DLQ reason, for Term.
-	Reason subjects.Reason
-	Err    error
-	// RetryInPlace, with Nak, says the server refused or did not answer a
-	// write (storage full, no quorum): the same delivery should be tried
-	// again after Delay while the message stays claimed, rather than spend
-	// one of the task's deliveries on a fault that is not the task's.
-	RetryInPlace bool
-}
 
 // Deps are the pipeline's collaborators.
 type Deps struct {
@@ -234,10 +179,10 @@ func roleIndex(r subjects.Role) int {
 // Handle runs one delivery as far as it can go and says what to do with the
 // message. The delivery is traced as one span, a child of the request's
 // traceparent when it has one.
-func (p *Pipeline) Handle(ctx context.Context, d Delivery) (out Outcome) {
+func (p *Pipeline) Handle(ctx context.Context, d consumers.Msg) (out consumers.Outcome) {
 	tp := traceparentOf(d)
 	if raw := rawTraceparent(d); tp == "" && raw != "" {
-		withDelivery(p.d.Log, d).Debug("invalid traceparent header dropped", "bytes", len(raw))
+		withMsg(p.d.Log, d).Debug("invalid traceparent header dropped", "bytes", len(raw))
 	}
 	ctx, span := p.d.Tracer.StartTask(ctx, tp)
 	defer func() { endTask(span, out) }()
@@ -245,15 +190,15 @@ func (p *Pipeline) Handle(ctx context.Context, d Delivery) (out Outcome) {
 	span.SetInt(AttrStreamSeq, int64(d.StreamSeq))
 	span.SetInt(AttrDelivery, int64(d.NumDelivered))
 	out = p.handle(ctx, d, span)
-	if out.Action == Nak && errors.Is(context.Cause(ctx), ErrClaimLost) {
+	if out.Action == consumers.Nak && errors.Is(context.Cause(ctx), consumers.ErrClaimLost) {
 		// The message may belong to another delivery by now: a nak would
 		// hand it back under its new owner.
-		return Outcome{Action: Abandon, Err: ErrClaimLost}
+		return consumers.Outcome{Action: consumers.Abandon, Err: consumers.ErrClaimLost}
 	}
 	return out
 }
 
-func (p *Pipeline) handle(ctx context.Context, d Delivery, span Span) Outcome {
+func (p *Pipeline) handle(ctx context.Context, d consumers.Msg, span Span) consumers.Outcome {
 	req, rej := subjects.DecodeTask(d.Body, p.cfg.Limits)
 	if rej != nil {
 		span.SetString(AttrWorkflow, orReserved(rej.Workflow))
@@ -269,7 +214,7 @@ func (p *Pipeline) handle(ctx context.Context, d Delivery, span Span) Outcome {
 	out = p.run(ctx, t)
 	// A run that ends without another write still owns the publishing of
 	// its last outbox: an error there decides what happens to the message.
-	if err := t.joinFlush(); err != nil && out.Action != Abandon {
+	if err := t.joinFlush(); err != nil && out.Action != consumers.Abandon {
 		out = p.errOutcome(t, err)
 	}
 	// The worktree lives for one delivery: its recorded change is in the

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
 
 // reject ends a request that cannot run: one DLQ entry, one task_rejected
 // event, then Term. It is decided on the first delivery and never retried.
-func (p *Pipeline) reject(ctx context.Context, d Delivery, rej *subjects.RejectError) Outcome {
+func (p *Pipeline) reject(ctx context.Context, d consumers.Msg, rej *subjects.RejectError) consumers.Outcome {
 	wf, task := orReserved(rej.Workflow), orReserved(rej.Task)
 	log := p.requestLog(d, wf, task)
 	if err := p.publishDLQ(ctx, d, rej.Reason, rej.Msg, rej.Workflow, rej.Task); err != nil {
@@ -34,11 +35,11 @@ func (p *Pipeline) reject(ctx context.Context, d Delivery, rej *subjects.RejectE
 	}
 	p.terminal(wf, task, subjects.EventTaskRejected)
 	log.Warn("task rejected", "reason", rej.Reason, "err", rej.Msg)
-	return Outcome{Action: Term, Terminal: subjects.EventTaskRejected, Reason: rej.Reason}
+	return consumers.Outcome{Action: consumers.Term, Terminal: subjects.EventTaskRejected, Reason: rej.Reason}
 }
 
 // rejectDuplicate rejects a request for a task another request owns.
-func (p *Pipeline) rejectDuplicate(ctx context.Context, d Delivery, req subjects.TaskRequest, cur state.Task) Outcome {
+func (p *Pipeline) rejectDuplicate(ctx context.Context, d consumers.Msg, req subjects.TaskRequest, cur state.Task) consumers.Outcome {
 	return p.reject(ctx, d, &subjects.RejectError{
 		Reason:   subjects.ReasonDuplicateID,
 		Workflow: req.Workflow,

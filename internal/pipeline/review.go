@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/state"
 	"github.com/droverhq/drover/subjects"
 )
@@ -51,7 +52,7 @@ func (p *Pipeline) reviewMode(t *taskRun) string {
 // plan (the planner's output key) and the judge's verdict (nil when a
 // person judges instead), and review_requested. No pool slot or worktree
 // is held while it waits.
-func (p *Pipeline) requestReview(ctx context.Context, t *taskRun, round int, verdict json.RawMessage, items []subjects.OutboxItem, keep func(*subjects.TaskState)) Outcome {
+func (p *Pipeline) requestReview(ctx context.Context, t *taskRun, round int, verdict json.RawMessage, items []subjects.OutboxItem, keep func(*subjects.TaskState)) consumers.Outcome {
 	mode := p.reviewMode(t)
 	now := p.cfg.Now().UTC()
 	rec := &subjects.TaskReview{Mode: mode, RequestedAt: now, Verdict: verdict}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
@@ -30,7 +31,7 @@ type roleResult struct {
 }
 
 // run executes the task's remaining roles from its stage.
-func (p *Pipeline) run(ctx context.Context, t *taskRun) Outcome {
+func (p *Pipeline) run(ctx context.Context, t *taskRun) consumers.Outcome {
 	if try := tryOf(t.st.TryBase, t.d.NumDelivered); try > uint64(p.cfg.MaxDeliver) {
 		return p.fail(ctx, t, t.st.Attempt, subjects.ReasonMaxDeliveries,
 			fmt.Sprintf("delivery %d exceeds the limit of %d: the worker running the last allowed delivery stopped", try, p.cfg.MaxDeliver), nil, nil)
@@ -46,7 +47,7 @@ func (p *Pipeline) run(ctx context.Context, t *taskRun) Outcome {
 			}
 		case subjects.RoleImplementer, subjects.RoleJudge:
 			out, done := p.roundStage(ctx, t)
-			if done && out.Action == Abandon && errors.Is(out.Err, errCreateConflict) {
+			if done && out.Action == consumers.Abandon && errors.Is(out.Err, errCreateConflict) {
 				// The state appeared under a deferred plan (deferPlan): a
 				// concurrent request for the task, or a redelivery.
 				if out, done = p.reclaim(ctx, t); !done {
@@ -64,7 +65,7 @@ func (p *Pipeline) run(ctx context.Context, t *taskRun) Outcome {
 	}
 }
 
-func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (Outcome, bool) {
+func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (consumers.Outcome, bool) {
 	rr, err := p.role(ctx, t, runner.Request{Role: subjects.RolePlanner, Task: t.req, Attempt: 1, Lessons: p.plannerLessons(ctx, t)})
 	if err != nil {
 		return p.roleFailed(ctx, t, subjects.RolePlanner, 1, err, rr.dur, nil, nil), true
@@ -81,7 +82,7 @@ func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 		t.st = t.nextState()
 		planned(&t.st)
 		t.deferred = append(t.deferred, p.roleEvent(t, rr))
-		return Outcome{}, false
+		return consumers.Outcome{}, false
 	}
 	err = p.commitAhead(ctx, t, planned, p.roleEvent(t, rr))
 	if errors.Is(err, errCreateConflict) {
@@ -90,7 +91,7 @@ func (p *Pipeline) planStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 	if err != nil {
 		return p.errOutcome(t, err), true
 	}
-	return Outcome{}, false
+	return consumers.Outcome{}, false
 }
 
 // deferPlan reports whether a planner result goes without a write of its
@@ -108,7 +109,7 @@ func (p *Pipeline) deferPlan(t *taskRun, rr roleResult) bool {
 // judge's stage, so a crash at any instant after it returned never runs it
 // again, whether or not its result is cached. A cached implementer costs
 // nothing to run again, so its event rides on the verdict's write.
-func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
+func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (consumers.Outcome, bool) {
 	round := t.st.Attempt
 	plan, err := p.output(ctx, t, subjects.RolePlanner, t.plan)
 	if err != nil {
@@ -187,7 +188,7 @@ func (p *Pipeline) roundStage(ctx context.Context, t *taskRun) (Outcome, bool) {
 			return p.errOutcome(t, err), true
 		}
 		p.learn(ctx, t, subjects.RoleJudge, round, "rejected", fmt.Sprintf("the judge rejected attempt %d", round), rr.res.Reasoning, subjects.EventJudgeVerdict)
-		return Outcome{}, false
+		return consumers.Outcome{}, false
 	}
 }
 
@@ -260,10 +261,10 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 		p.taskLog(t, req.Role).Warn("cached result cannot be used (a missing blob, or a change that no longer applies); running the role", "key", key, "err", err)
 	}
 	if t.d.Stale != nil && t.d.Stale() {
-		return rr, fmt.Errorf("%s: not started: %w", req.Role, ErrClaimLost)
+		return rr, fmt.Errorf("%s: not started: %w", req.Role, consumers.ErrClaimLost)
 	}
 	if t.flushLost() {
-		return rr, fmt.Errorf("%s: not started: the last commit's events found the task taken over: %w", req.Role, ErrClaimLost)
+		return rr, fmt.Errorf("%s: not started: the last commit's events found the task taken over: %w", req.Role, consumers.ErrClaimLost)
 	}
 	if err := p.admit(ctx, req); err != nil {
 		return rr, err
@@ -419,7 +420,7 @@ func (p *Pipeline) expand(ctx context.Context, raw json.RawMessage) (json.RawMes
 
 // reclaim decides the claim again after the state appeared under a
 // first delivery (a concurrent request for the same task, or a redelivery).
-func (p *Pipeline) reclaim(ctx context.Context, t *taskRun) (Outcome, bool) {
+func (p *Pipeline) reclaim(ctx context.Context, t *taskRun) (consumers.Outcome, bool) {
 	nt, out, ok := p.claim(ctx, t.d, t.req)
 	if !ok {
 		return out, true
@@ -428,10 +429,10 @@ func (p *Pipeline) reclaim(ctx context.Context, t *taskRun) (Outcome, bool) {
 	if nt.st.Workspace != nil && t.wsPin != nil {
 		// The state that appeared pins its own workspace: the worktree
 		// opened on this delivery's unpinned base is not the task's.
-		p.releaseWorkspace(ctx, t, Outcome{})
+		p.releaseWorkspace(ctx, t, consumers.Outcome{})
 	} else {
 		nt.wsPin, nt.ws, nt.change = t.wsPin, t.ws, t.change
 	}
 	*t = *nt
-	return Outcome{}, false
+	return consumers.Outcome{}, false
 }

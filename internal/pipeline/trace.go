@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -86,7 +87,7 @@ func runnerKind(identity string) string {
 }
 
 // endTask records the delivery's outcome on its span and ends it.
-func endTask(span Span, out Outcome) {
+func endTask(span Span, out consumers.Outcome) {
 	span.SetString(AttrOutcome, out.Action.String())
 	if out.Terminal != "" {
 		span.SetString(AttrTerminal, string(out.Terminal))

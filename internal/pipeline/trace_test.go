@@ -5,6 +5,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/droverhq/drover/consumers"
 )
 
 func TestTraceparentOf(t *testing.T) {
@@ -25,7 +27,7 @@ func TestTraceparentOf(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tc.want, traceparentOf(Delivery{Header: tc.header}))
+			assert.Equal(t, tc.want, traceparentOf(consumers.Msg{Header: tc.header}))
 		})
 	}
 }

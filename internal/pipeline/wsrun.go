@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/subjects"
@@ -403,7 +404,7 @@ func (p *Pipeline) pushWorkspace(ctx context.Context, t *taskRun) (*subjects.Wor
 // releaseWorkspace frees the delivery's worktree once it is done with the
 // task: finished, parked, failed or handed back. A failed task's may be
 // kept (the adapter's policy); the branch and the recorded change stay.
-func (p *Pipeline) releaseWorkspace(ctx context.Context, t *taskRun, out Outcome) {
+func (p *Pipeline) releaseWorkspace(ctx context.Context, t *taskRun, out consumers.Outcome) {
 	if t == nil || t.ws == nil {
 		return
 	}

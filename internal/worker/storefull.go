@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/consumers"
 )
 
 // ErrStoreFull is the readiness reason while the server refuses the
@@ -39,11 +39,11 @@ type storeWatch struct {
 }
 
 // observe takes one delivery's outcome.
-func (s *storeWatch) observe(out pipeline.Outcome, now time.Time) {
+func (s *storeWatch) observe(out consumers.Outcome, now time.Time) {
 	switch {
-	case out.Action == pipeline.Nak && out.RetryInPlace && storeFull(out.Err):
+	case out.Action == consumers.Nak && out.RetryInPlace && storeFull(out.Err):
 		s.refused.Store(now.UnixNano())
-	case out.Action == pipeline.Ack || out.Action == pipeline.Term:
+	case out.Action == consumers.Ack || out.Action == consumers.Term:
 		s.stored.Store(now.UnixNano())
 	}
 }

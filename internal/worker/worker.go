@@ -375,7 +375,6 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 			Grace: w.cfg.Grace, FetchWait: w.cfg.FetchWait, Watchdog: w.cfg.Watchdog,
 			RetryBase: w.cfg.Pipeline.RetryBase, RetryMax: w.cfg.Pipeline.RetryMax,
 			JetStream: w.js, Names: w.cfg.Names, Metrics: cm, Hold: w.holdFetching,
-			ClaimLost: pipeline.ErrClaimLost,
 		}, ensure, w.pool, ch, w.cfg.Log))
 	}
 	return w.consume(ctx)

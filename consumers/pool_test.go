@@ -1,4 +1,4 @@
-package pool_test
+package consumers
 
 import (
 	"context"
@@ -8,12 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
-
-	"github.com/droverhq/drover/internal/pool"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // deadline bounds every wait of a test.
 func deadline(t *testing.T) context.Context {
@@ -36,7 +31,7 @@ func TestNeverMoreThanSizeRunning(t *testing.T) {
 	t.Parallel()
 	ctx := deadline(t)
 	const size, tasks = 3, 20
-	p := pool.New(size)
+	p := NewPool(size)
 
 	var running, maxRunning atomic.Int64
 	started := make(chan struct{}, tasks)
@@ -89,7 +84,7 @@ func TestNeverMoreThanSizeRunning(t *testing.T) {
 
 func TestSlotArithmetic(t *testing.T) {
 	t.Parallel()
-	p := pool.New(2)
+	p := NewPool(2)
 	require.Equal(t, 2, p.Size())
 	require.Equal(t, 2, p.Free())
 
@@ -107,13 +102,13 @@ func TestSlotArithmetic(t *testing.T) {
 	require.Equal(t, 2, p.Free())
 	require.Zero(t, p.Stats().Started, "slots taken and given back run nothing")
 
-	require.Equal(t, 1, pool.New(0).Size(), "a size below 1 is 1")
-	require.Equal(t, 1, pool.New(-5).Size())
+	require.Equal(t, 1, NewPool(0).Size(), "a size below 1 is 1")
+	require.Equal(t, 1, NewPool(-5).Size())
 }
 
 func TestAcquireFullCancelled(t *testing.T) {
 	t.Parallel()
-	p := pool.New(1)
+	p := NewPool(1)
 	require.NoError(t, p.Acquire(deadline(t)))
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -129,9 +124,9 @@ func TestAcquireFullCancelled(t *testing.T) {
 	require.NoError(t, p.Acquire(deadline(t)))
 }
 
-func TestWait(t *testing.T) {
+func TestPoolWait(t *testing.T) {
 	t.Parallel()
-	p := pool.New(2)
+	p := NewPool(2)
 	require.True(t, p.Wait(deadline(t)), "an idle pool has nothing to wait for")
 
 	started := make(chan struct{})
@@ -152,11 +147,11 @@ func TestWait(t *testing.T) {
 	require.Equal(t, 2, p.Free())
 }
 
-func TestStats(t *testing.T) {
+func TestPoolStats(t *testing.T) {
 	t.Parallel()
 	ctx := deadline(t)
-	p := pool.New(4)
-	require.Equal(t, pool.Stats{Size: 4}, p.Stats())
+	p := NewPool(4)
+	require.Equal(t, PoolStats{Size: 4}, p.Stats())
 
 	started := make(chan struct{}, 3)
 	release := make(chan struct{})
@@ -186,7 +181,7 @@ func TestStats(t *testing.T) {
 }
 
 func TestAcquireFreeTakesEveryFreeSlot(t *testing.T) {
-	p := pool.New(3)
+	p := NewPool(3)
 	require.True(t, p.TryAcquire())
 	n, err := p.AcquireFree(context.Background())
 	require.NoError(t, err)
@@ -204,8 +199,8 @@ func TestAcquireFreeTakesEveryFreeSlot(t *testing.T) {
 func TestReleaseHandsSlotsInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := deadline(t)
-	p := pool.New(2)
-	n, err := p.Reserve(ctx, false)
+	p := NewPool(2)
+	n, err := p.reserve(ctx, false)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 
@@ -234,22 +229,22 @@ func TestReleaseHandsSlotsInOrder(t *testing.T) {
 func TestWantedWhileAHungryCallerWaits(t *testing.T) {
 	t.Parallel()
 	ctx := deadline(t)
-	p := pool.New(1)
+	p := NewPool(1)
 	require.True(t, p.TryAcquire())
-	require.False(t, p.Contended())
+	require.False(t, p.contended())
 
 	idle := make(chan error, 1)
 	go func() { idle <- p.Acquire(ctx) }() // not hungry: no signal
 	hctx, cancelHungry := context.WithCancel(ctx)
 	hungry := make(chan error, 1)
-	go func() { _, err := p.Reserve(hctx, true); hungry <- err }()
-	recv(t, ctx, p.Wanted(), "the hungry waiter's signal")
-	require.True(t, p.Contended())
+	go func() { _, err := p.reserve(hctx, true); hungry <- err }()
+	recv(t, ctx, p.wanted(), "the hungry waiter's signal")
+	require.True(t, p.contended())
 
 	// The hungry waiter gives up: the signal is withdrawn.
 	cancelHungry()
 	require.ErrorIs(t, <-hungry, context.Canceled)
-	require.False(t, p.Contended())
+	require.False(t, p.contended())
 
 	p.Release() // to the idle waiter
 	require.NoError(t, <-idle)
@@ -263,7 +258,7 @@ func TestCancelledWaiterPassesItsSlotOn(t *testing.T) {
 	t.Parallel()
 	ctx := deadline(t)
 	for range 50 {
-		p := pool.New(1)
+		p := NewPool(1)
 		require.True(t, p.TryAcquire())
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -295,28 +290,28 @@ func TestRunnersAreReused(t *testing.T) {
 	t.Parallel()
 	ctx := deadline(t)
 	const tasks = 20
-	p := pool.New(1)
-	p.SetIdle(2 * time.Second)
+	p := NewPool(1)
+	p.idle = 2 * time.Second
 	for range tasks {
 		require.NoError(t, p.Acquire(ctx))
 		done := make(chan struct{})
 		p.Go(func() { close(done) })
 		recv(t, ctx, done, "the function to run")
-		waitFor(t, ctx, "the runner to wait for work", func() bool { return p.WaitingRunners() == 1 })
+		waitFor(t, ctx, "the runner to wait for work", func() bool { return p.waiting.Load() == 1 })
 	}
 	require.EqualValues(t, tasks, p.Stats().Finished)
 	// A function started in the instant between a runner counting itself
 	// as waiting and its wait starts a runner of its own: rare, never most.
-	require.LessOrEqual(t, p.Spawned(), int64(tasks/4), "most functions ran on the runner of the one before")
-	waitFor(t, ctx, "the idle runners to end", func() bool { return p.Runners() == 0 })
+	require.LessOrEqual(t, p.spawned.Load(), int64(tasks/4), "most functions ran on the runner of the one before")
+	waitFor(t, ctx, "the idle runners to end", func() bool { return p.runners.Load() == 0 })
 }
 
 func TestRunnersEndWhenIdle(t *testing.T) {
 	t.Parallel()
 	ctx := deadline(t)
 	const size = 4
-	p := pool.New(size)
-	p.SetIdle(time.Millisecond)
+	p := NewPool(size)
+	p.idle = time.Millisecond
 	release := make(chan struct{})
 	var started sync.WaitGroup
 	started.Add(size)
@@ -325,23 +320,23 @@ func TestRunnersEndWhenIdle(t *testing.T) {
 		p.Go(func() { started.Done(); <-release })
 	}
 	started.Wait()
-	require.EqualValues(t, size, p.Runners(), "one runner per busy slot")
+	require.EqualValues(t, size, p.runners.Load(), "one runner per busy slot")
 	close(release)
 	require.True(t, p.Wait(ctx))
-	waitFor(t, ctx, "every runner to end", func() bool { return p.Runners() == 0 })
+	waitFor(t, ctx, "every runner to end", func() bool { return p.runners.Load() == 0 })
 }
 
 func TestRunnersBounded(t *testing.T) {
 	t.Parallel()
 	ctx := deadline(t)
 	const size, tasks = 4, 2000
-	p := pool.New(size)
-	p.SetIdle(200 * time.Millisecond)
+	p := NewPool(size)
+	p.idle = 200 * time.Millisecond
 	var most atomic.Int64
 	for range tasks {
 		require.NoError(t, p.Acquire(ctx))
 		p.Go(func() {
-			n := p.Runners()
+			n := p.runners.Load()
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
 		})
@@ -349,5 +344,5 @@ func TestRunnersBounded(t *testing.T) {
 	require.True(t, p.Wait(ctx))
 	require.LessOrEqual(t, most.Load(), int64(2*size), "runners: at most twice the slots")
 	require.EqualValues(t, tasks, p.Stats().Finished)
-	waitFor(t, ctx, "every runner to end", func() bool { return p.Runners() == 0 })
+	waitFor(t, ctx, "every runner to end", func() bool { return p.runners.Load() == 0 })
 }

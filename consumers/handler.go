@@ -16,17 +16,9 @@ import (
 // handler that sees it should write nothing more and return Abandon.
 var ErrClaimLost = errors.New("claim lost")
 
-// lostCause is the cause of a task context cancelled for a lost claim when
-// the consumer's Config names a sentinel of the handler's own: it matches
-// ErrClaimLost and that sentinel (errors.Is).
-type lostCause struct{ also error }
-
-func (e lostCause) Error() string        { return ErrClaimLost.Error() }
-func (e lostCause) Is(target error) bool { return target == ErrClaimLost }
-func (e lostCause) Unwrap() error        { return e.also }
-
-// Delivery is one delivery of a task request message.
-type Delivery struct {
+// Msg is a task request message as the consumer received it: one delivery
+// of it (jetstream.Msg and its metadata), read for the handler.
+type Msg struct {
 	// Queue is the queue the request was published to.
 	Queue string
 	// Body is the request body, untrusted.
@@ -77,7 +69,7 @@ func (a Action) String() string {
 	return "unknown"
 }
 
-// Outcome is what a handler decided for one delivery.
+// Outcome is what a handler decided for one message.
 type Outcome struct {
 	Action Action
 	// Delay is how long a Nak waits before the redelivery.
@@ -96,10 +88,10 @@ type Outcome struct {
 	RetryInPlace bool
 }
 
-// Handler runs one delivery and says what to do with the message. The
-// worker adapts Drover's pipeline to it.
+// Handler runs one message and says what to do with it. Drover's pipeline
+// is one.
 type Handler interface {
-	Handle(ctx context.Context, d Delivery) Outcome
+	Handle(ctx context.Context, m Msg) Outcome
 }
 
 // Poisoner is a Handler that can end a task whose handling panicked on its
@@ -109,5 +101,5 @@ type Handler interface {
 // when it panics too) the consumer copies the request to the DLQ itself and
 // terminates the message.
 type Poisoner interface {
-	Poison(ctx context.Context, d Delivery, cause error) Outcome
+	Poison(ctx context.Context, m Msg, cause error) Outcome
 }
