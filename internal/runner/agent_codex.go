@@ -150,12 +150,10 @@ const codexSessions = ".codex/sessions"
 // its HOME with files.
 const maxRolloutWalk = 10000
 
-var errRolloutWalk = fmt.Errorf("more than %d entries under %s", maxRolloutWalk, codexSessions)
-
 // findRollout returns the rollout file of thread id under the home that
-// root opens, or "" when there is none. It reads at most maxRolloutWalk
-// entries and follows no symbolic link to a directory.
-func findRollout(root *os.Root, id string) (string, error) {
+// root opens, or "" when there is none. It reads at most max entries and
+// follows no symbolic link to a directory.
+func findRollout(root *os.Root, id string, max int) (string, error) {
 	if err := validSession(id); err != nil {
 		return "", err
 	}
@@ -165,10 +163,13 @@ func findRollout(root *os.Root, id string) (string, error) {
 		if err != nil {
 			return err
 		}
-		if n++; n > maxRolloutWalk {
-			return errRolloutWalk
+		if n++; n > max {
+			return fmt.Errorf("more than %d entries under %s", max, codexSessions)
 		}
-		if !d.IsDir() && strings.HasPrefix(d.Name(), "rollout-") && strings.HasSuffix(d.Name(), "-"+id+".jsonl") {
+		// rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl
+		name := d.Name()
+		if !d.IsDir() && len(name) == len("rollout-2006-01-02T15-04-05-"+id+".jsonl") &&
+			strings.HasPrefix(name, "rollout-") && strings.HasSuffix(name, "-"+id+".jsonl") {
 			found = p
 			return fs.SkipAll
 		}

@@ -251,7 +251,7 @@ func sessionFile(agent string, root *os.Root, dir, id string, create bool) (stri
 	case AgentClaudeCode:
 		return claudeSessionFile(dir, id)
 	case AgentCodex:
-		rel, err := findRollout(root, id)
+		rel, err := findRollout(root, id, maxRolloutWalk)
 		if err != nil || rel != "" || !create {
 			return rel, err
 		}
