@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,17 +227,28 @@ func codexThreadUsage(ctx context.Context, state []byte) (rep agentReport, ok bo
 	return rep, ok
 }
 
-// ownUsage makes the usage in md (agentReport.metadata's) a resumed
-// Codex run's own: its turn.completed reports the thread's whole usage,
-// the earlier runs' (before, from the restored rollout) too. A count
-// below before is left as it is.
-func ownUsage(md map[string]any, before agentReport) {
+// codexOwnUsage keeps the usage in md (agentReport.metadata's), which
+// Codex reports for its whole thread, as "session_usage", and for a run
+// that resumed session s (nil: none) makes "usage" the run's own, as
+// Claude Code's cost is: less the earlier runs' total. Codex adds that
+// total from the restored rollout, which the agent could have written,
+// so no more than the record's (s's) is taken off, and a count below
+// it is left as it is: the ledger may count too much, never too little.
+func codexOwnUsage(ctx context.Context, md map[string]any, s *Session) {
 	u, ok := md["usage"].(map[string]any)
 	if !ok {
 		return
 	}
-	for k, b := range map[string]int64{"input_tokens": before.InputTokens, "output_tokens": before.OutputTokens,
-		"cache_read_input_tokens": before.CacheReadTokens} {
+	md["session_usage"] = maps.Clone(u)
+	if s == nil {
+		return
+	}
+	before, ok := codexThreadUsage(ctx, s.State)
+	if !ok {
+		return
+	}
+	for k, b := range map[string]int64{"input_tokens": min(before.InputTokens, s.InputTokens),
+		"output_tokens": min(before.OutputTokens, s.OutputTokens), "cache_read_input_tokens": min(before.CacheReadTokens, s.CacheReadTokens)} {
 		if v, ok := u[k].(int64); ok && v >= b {
 			u[k] = v - b
 		}

@@ -43,6 +43,11 @@ type Session struct {
 	// (metadata "session_cost_usd"): Claude Code's total_cost_usd of a
 	// resumed session counts the earlier runs too.
 	CostUSD float64
+	// InputTokens (counting the cached), CacheReadTokens and OutputTokens
+	// are the session's usage as the CLI last reported it (metadata
+	// "session_usage"): Codex's of a resumed thread counts the earlier
+	// runs too.
+	InputTokens, CacheReadTokens, OutputTokens int64
 }
 
 // SessionState is an agent's session after an implementer's run: what a
@@ -92,11 +97,12 @@ func (e *Exec) runSession(ctx context.Context, req Request) (Result, error) {
 			res.Metadata["cost_usd"] = c - req.Session.CostUSD // this run's own
 		}
 	}
-	if mode == SessionResumed && e.cfg.Agent == AgentCodex {
-		// Codex's usage, like Claude Code's cost, counts the whole thread.
-		if before, ok := codexThreadUsage(ctx, req.Session.State); ok {
-			ownUsage(res.Metadata, before)
+	if e.cfg.Agent == AgentCodex {
+		var s *Session
+		if mode == SessionResumed {
+			s = req.Session
 		}
+		codexOwnUsage(ctx, res.Metadata, s)
 	}
 	res.Metadata["session"] = mode
 	if reason != "" {

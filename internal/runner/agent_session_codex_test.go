@@ -130,7 +130,11 @@ func TestRealCodexSessionKept(t *testing.T) {
 		requireUsage(t, firstReqs, first)
 
 		home := filepath.Join(t.TempDir(), "home") // another worker's
-		s := &Session{Agent: AgentCodex, ID: id, State: first.Session.Data}
+		u, _ := first.Metadata["session_usage"].(map[string]any)
+		require.Equal(t, first.Metadata["usage"], u, "a fresh thread's usage is the run's")
+		// As the pipeline records it.
+		s := &Session{Agent: AgentCodex, ID: id, State: first.Session.Data, InputTokens: u["input_tokens"].(int64),
+			CacheReadTokens: u["cache_read_input_tokens"].(int64), OutputTokens: u["output_tokens"].(int64)}
 		if cold {
 			s = &Session{Agent: AgentCodex, ID: id, Missing: "blobs: get 00ff: nats: object not found"}
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,36 +218,54 @@ func TestCodexRolloutFile(t *testing.T) {
 }
 
 // A resumed Codex run reports the thread's whole usage: the run's own is
-// that less the thread's total in the rollout it resumed.
+// that less the thread's total before it, as the rollout it resumed
+// records it and never more than the record's.
 func TestCodexOwnUsage(t *testing.T) {
 	t.Parallel()
 	line := func(in, cached, out int) string {
 		return fmt.Sprintf(`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":%d,"cached_input_tokens":%d,"output_tokens":%d}}}}`+"\n", in, cached, out)
 	}
+	record := &Session{InputTokens: 1000, CacheReadTokens: 400, OutputTokens: 100}
 	for _, tc := range []struct {
 		name  string
 		state string
+		s     *Session
 		usage map[string]any
 		want  map[string]any
 	}{
-		{"the last total counts", line(10, 0, 1) + `{"type":"response_item"}` + "\n" + line(1000, 400, 100) + `{"type":"event_msg","payload":{"type":"token_count","info":null}}` + "\n",
+		{"the last total counts", line(10, 0, 1) + `{"type":"response_item"}` + "\n" + line(1000, 400, 100) + `{"type":"event_msg","payload":{"type":"token_count","info":null}}` + "\n", record,
 			map[string]any{"input_tokens": int64(3000), "output_tokens": int64(150), "cache_read_input_tokens": int64(1400)},
 			map[string]any{"input_tokens": int64(2000), "output_tokens": int64(50), "cache_read_input_tokens": int64(1000)}},
-		{"no cache reads left", line(1000, 400, 100),
+		{"no cache reads left", line(1000, 400, 100), record,
 			map[string]any{"input_tokens": int64(3000), "output_tokens": int64(150), "cache_read_input_tokens": int64(400)},
 			map[string]any{"input_tokens": int64(2000), "output_tokens": int64(50)}},
-		{"a count below the total stays", line(1000, 0, 100),
+		{"a count below the total stays", line(1000, 0, 100), record,
 			map[string]any{"input_tokens": int64(500), "output_tokens": int64(150)},
 			map[string]any{"input_tokens": int64(500), "output_tokens": int64(50)}},
-		{"no total recorded", "not a rollout\n" + line(-1, 0, 1),
+		{"a rollout claiming more than the record", line(2900, 0, 140), record,
+			map[string]any{"input_tokens": int64(3000), "output_tokens": int64(150)},
+			map[string]any{"input_tokens": int64(2000), "output_tokens": int64(50)}},
+		{"a rollout claiming less", line(100, 0, 10), record,
+			map[string]any{"input_tokens": int64(3000), "output_tokens": int64(150)},
+			map[string]any{"input_tokens": int64(2900), "output_tokens": int64(140)}},
+		{"no record", line(1000, 0, 100), &Session{},
+			map[string]any{"input_tokens": int64(3000), "output_tokens": int64(150)},
+			map[string]any{"input_tokens": int64(3000), "output_tokens": int64(150)}},
+		{"no total recorded", "not a rollout\n" + line(-1, 0, 1), record,
 			map[string]any{"input_tokens": int64(500), "output_tokens": int64(150)},
 			map[string]any{"input_tokens": int64(500), "output_tokens": int64(150)}},
+		{"not resumed", line(1000, 0, 100), nil,
+			map[string]any{"input_tokens": int64(3000), "output_tokens": int64(150)},
+			map[string]any{"input_tokens": int64(3000), "output_tokens": int64(150)}},
 	} {
-		md := map[string]any{"usage": tc.usage}
-		if before, ok := codexThreadUsage(context.Background(), []byte(tc.state)); ok {
-			ownUsage(md, before)
+		if tc.s != nil {
+			tc.s.State = []byte(tc.state)
 		}
+		md := map[string]any{"usage": tc.usage}
+		session := maps.Clone(tc.usage)
+		codexOwnUsage(context.Background(), md, tc.s)
 		require.Equal(t, tc.want, md["usage"], tc.name)
+		require.Equal(t, session, md["session_usage"], "%s: the thread's usage as Codex reported it", tc.name)
 	}
 }
 
