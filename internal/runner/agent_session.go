@@ -155,25 +155,23 @@ func (e *Exec) resume(ctx context.Context, req Request, s *Session, home, why st
 	return "", nil
 }
 
-// sessionAgents names the variable that moves each agent's sessions out
-// of HOME.
-var sessionAgents = map[string]string{"CLAUDE_CONFIG_DIR": AgentClaudeCode, "CODEX_HOME": AgentCodex}
+// sessionDirEnv names, for each agent whose sessions are kept, the
+// variable that moves them out of HOME.
+var sessionDirEnv = map[string]string{AgentClaudeCode: "CLAUDE_CONFIG_DIR", AgentCodex: "CODEX_HOME"}
 
 // sessionHome is the task's private HOME, where the agent's session is
 // kept and restored, or "" and why there is none: sessions are kept only
 // in the sandbox's per-task HOME (workspaces on), never in the worker's
 // own, and only where the CLI keeps them under HOME.
 func (e *Exec) sessionHome(req Request) (string, string) {
+	v, kept := sessionDirEnv[e.cfg.Agent]
 	switch {
 	case e.cfg.Sandbox == nil || req.Workspace == nil || req.Workspace.Sandbox.Home == "":
 		return "", "no private HOME to keep the session in (workspaces and the sandbox are needed)"
-	case e.cfg.Agent != AgentClaudeCode && e.cfg.Agent != AgentCodex:
+	case !kept:
 		return "", fmt.Sprintf("sessions are kept for %s and %s only", AgentClaudeCode, AgentCodex)
-	}
-	for _, v := range []string{"CLAUDE_CONFIG_DIR", "CODEX_HOME"} {
-		if e.cfg.Agent == sessionAgents[v] && e.baseEnv()[v] != "" {
-			return "", v + " is set: the sessions are outside the private HOME"
-		}
+	case e.baseEnv()[v] != "":
+		return "", v + " is set: the sessions are outside the private HOME"
 	}
 	return req.Workspace.Sandbox.Home, ""
 }
