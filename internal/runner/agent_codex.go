@@ -152,9 +152,9 @@ const codexSessions = ".codex/sessions"
 const maxRolloutWalk = 10000
 
 // findRollout returns the rollout file of thread id under the home that
-// root opens, or "" when there is none. It reads at most max entries and
+// root opens, or "" when there is none. It reads at most limit entries and
 // follows no symbolic link to a directory.
-func findRollout(root *os.Root, id string, max int) (string, error) {
+func findRollout(root *os.Root, id string, limit int) (string, error) {
 	if err := validSession(id); err != nil {
 		return "", err
 	}
@@ -164,8 +164,8 @@ func findRollout(root *os.Root, id string, max int) (string, error) {
 		if err != nil {
 			return err
 		}
-		if n++; n > max {
-			return fmt.Errorf("more than %d entries under %s", max, codexSessions)
+		if n++; n > limit {
+			return fmt.Errorf("more than %d entries under %s", limit, codexSessions)
 		}
 		// rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl
 		name := d.Name()
