@@ -61,6 +61,12 @@ type AgentSession struct {
 	// CostUSD is the session's cost so far as the CLI reported it (which
 	// counts a resumed session's earlier runs), when it reports one.
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// InputTokens (counting the cached), CacheReadTokens and OutputTokens
+	// are the session's usage so far as the CLI reported it, for a CLI
+	// whose resumed run reports the whole session's (Codex).
+	InputTokens     int64 `json:"input_tokens,omitempty"`
+	CacheReadTokens int64 `json:"cache_read_input_tokens,omitempty"`
+	OutputTokens    int64 `json:"output_tokens,omitempty"`
 }
 
 // Last returns the last recorded attempt, if any.

@@ -6,7 +6,6 @@
 package agenttest
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -56,27 +55,10 @@ type Request struct {
 // reports its usage; Totals sums them.
 type Anthropic struct {
 	fake
-	// Meter: usage is measured, not scripted (see Meter).
-	metered bool
-	seen    map[[sha256.Size]byte]bool
 }
 
-// Meter makes the fake report measured usage instead of the script's
-// input tokens, as the real API with prompt caching does: a request's
-// input is its system prompt, tools and messages at 4 bytes a token,
-// and the longest prefix of them (the system prompt and tools, then
-// whole messages) that an earlier request sent is read from the cache
-// (cache_read_input_tokens), the rest is input_tokens. A resumed session
-// re-sends its history, which is then mostly cache reads. Output tokens
-// stay the script's. Call it before the first request.
-func (f *Anthropic) Meter() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.metered, f.seen = true, map[[sha256.Size]byte]bool{}
-}
-
-// meter measures body's input: all of it and the part an earlier request
-// sent, in tokens. Called with f.mu held.
+// meter measures body's input (see Meter): its system prompt and tools,
+// then its messages.
 func (f *Anthropic) meter(body []byte) (total, cached int64) {
 	var b struct {
 		System   json.RawMessage   `json:"system"`
@@ -86,23 +68,7 @@ func (f *Anthropic) meter(body []byte) (total, cached int64) {
 	if json.Unmarshal(body, &b) != nil {
 		return int64(len(body)+3) / 4, 0
 	}
-	parts := append([]json.RawMessage{append(append([]byte(nil), b.System...), b.Tools...)}, b.Messages...)
-	h := sha256.New()
-	hit := true
-	for _, p := range parts {
-		h.Write(p)
-		n := int64(len(p)+3) / 4
-		total += n
-		var sum [sha256.Size]byte
-		copy(sum[:], h.Sum(nil))
-		if hit && f.seen[sum] {
-			cached += n
-		} else {
-			hit = false
-		}
-		f.seen[sum] = true
-	}
-	return total, cached
+	return f.measure(append([]json.RawMessage{append(append([]byte(nil), b.System...), b.Tools...)}, b.Messages...))
 }
 
 // NewAnthropic starts the fake; it stops when t ends.

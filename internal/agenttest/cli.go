@@ -66,6 +66,22 @@ stream_max_retries = 0
 	return dir
 }
 
+// CodexConfig is the configuration of CodexHome as `-c key=value`
+// options of the codex command, for a run whose CODEX_HOME is left in its
+// HOME (where Drover keeps Codex's sessions).
+func CodexConfig(baseURL, model string) []string {
+	var argv []string
+	for _, kv := range []string{
+		fmt.Sprintf("model=%q", model), `model_provider="drover-fake"`, `model_providers.drover-fake.name="drover fake"`,
+		fmt.Sprintf("model_providers.drover-fake.base_url=%q", baseURL), `model_providers.drover-fake.env_key="OPENAI_API_KEY"`,
+		`model_providers.drover-fake.wire_api="responses"`, "model_providers.drover-fake.request_max_retries=0",
+		"model_providers.drover-fake.stream_max_retries=0",
+	} {
+		argv = append(argv, "-c", kv)
+	}
+	return argv
+}
+
 // GeminiHome returns a new HOME whose Gemini CLI settings select the API
 // key (GEMINI_API_KEY) as the auth method, which a run against
 // GOOGLE_GEMINI_BASE_URL needs: without it the CLI infers a gateway auth

@@ -1,6 +1,8 @@
 package agenttest
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -17,6 +19,44 @@ type fake struct {
 	mu       sync.Mutex
 	requests []Request
 	in, out  int64
+	// Meter: usage is measured, not scripted (see Meter).
+	metered bool
+	seen    map[[sha256.Size]byte]bool
+}
+
+// Meter makes the fake report measured usage instead of the script's
+// input tokens, as the real APIs with prompt caching do: a request's
+// input is its instructions (system prompt), tools and history (messages,
+// input items) at 4 bytes a token, and the longest prefix of them (the
+// instructions and tools, then whole messages) that an earlier request
+// sent is read from the cache, the rest is fresh input. A resumed
+// session re-sends its history, which is then mostly cache reads. Output
+// tokens stay the script's. Call it before the first request.
+func (f *fake) Meter() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.metered, f.seen = true, map[[sha256.Size]byte]bool{}
+}
+
+// measure measures a request's input parts, in order: all of them and
+// the prefix an earlier request sent, in tokens. Called with f.mu held.
+func (f *fake) measure(parts []json.RawMessage) (total, cached int64) {
+	h := sha256.New()
+	hit := true
+	for _, p := range parts {
+		h.Write(p)
+		n := int64(len(p)+3) / 4
+		total += n
+		var sum [sha256.Size]byte
+		copy(sum[:], h.Sum(nil))
+		if hit && f.seen[sum] {
+			cached += n
+		} else {
+			hit = false
+		}
+		f.seen[sum] = true
+	}
+	return total, cached
 }
 
 // start serves h on loopback until t ends.

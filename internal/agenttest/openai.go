@@ -14,7 +14,8 @@ import (
 // the model's answers (tool calls, assistant messages) in its input, so
 // the script answers the agent's loop in order, a resumed session too.
 // A tool call's Input is sent as the function's JSON arguments. Every
-// answer reports its usage; Totals sums them.
+// answer reports its usage (input_tokens counting the cached ones);
+// Totals sums them; Meter measures them.
 type Responses struct {
 	fake
 }
@@ -38,6 +39,21 @@ type responsesBody struct {
 		Name string `json:"name"`
 	} `json:"tools"`
 	PromptCacheKey string `json:"prompt_cache_key"`
+}
+
+// meter measures body's input (see Meter): its instructions and tools,
+// then its input items. Its input_tokens count the cached ones, as
+// OpenAI's do.
+func (f *Responses) meter(body []byte) (total, cached int64) {
+	var b struct {
+		Instructions json.RawMessage   `json:"instructions"`
+		Tools        json.RawMessage   `json:"tools"`
+		Input        []json.RawMessage `json:"input"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return int64(len(body)+3) / 4, 0
+	}
+	return f.measure(append([]json.RawMessage{append(append([]byte(nil), b.Instructions...), b.Tools...)}, b.Input...))
 }
 
 func (f *Responses) serve(w http.ResponseWriter, r *http.Request) {
@@ -68,10 +84,16 @@ func (f *Responses) serve(w http.ResponseWriter, r *http.Request) {
 		turn = f.script[rec.Turn]
 	}
 	f.mu.Lock()
+	var cached int64
+	if f.metered && turn.Status == 0 {
+		total, c := f.meter(body)
+		turn.InputTokens, cached = total-c, c
+	}
+	rec.InputTokens, rec.CacheReadTokens, rec.OutputTokens = turn.InputTokens, cached, turn.OutputTokens
 	f.requests = append(f.requests, rec)
 	n := len(f.requests)
 	if turn.Status == 0 {
-		f.in += turn.InputTokens
+		f.in += turn.InputTokens + cached
 		f.out += turn.OutputTokens
 	}
 	f.mu.Unlock()
@@ -103,8 +125,8 @@ func (f *Responses) serve(w http.ResponseWriter, r *http.Request) {
 	sse(w, "response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
 	sse(w, "response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
 		"id": id, "status": "completed", "model": b.Model, "output": []any{item},
-		"usage": map[string]any{"input_tokens": turn.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
+		"usage": map[string]any{"input_tokens": turn.InputTokens + cached, "input_tokens_details": map[string]any{"cached_tokens": cached},
 			"output_tokens": turn.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
-			"total_tokens": turn.InputTokens + turn.OutputTokens},
+			"total_tokens": turn.InputTokens + cached + turn.OutputTokens},
 	}})
 }

@@ -51,6 +51,9 @@ func sessionOf(md map[string]any) *subjects.AgentSession {
 	}
 	s := &subjects.AgentSession{Agent: agent, ID: id}
 	s.CostUSD, _ = md["session_cost_usd"].(float64)
+	if u, ok := md["session_usage"].(map[string]any); ok {
+		s.InputTokens, s.CacheReadTokens, s.OutputTokens = tokenCount(u["input_tokens"]), tokenCount(u["cache_read_input_tokens"]), tokenCount(u["output_tokens"])
+	}
 	switch ref := md[metaSessionState].(type) {
 	case json.RawMessage:
 		s.State = ref
@@ -58,6 +61,20 @@ func sessionOf(md map[string]any) *subjects.AgentSession {
 		s.State, _ = json.Marshal(ref)
 	}
 	return s
+}
+
+// tokenCount is a token count of a result's metadata: an int64 as the runner
+// made it, a float64 as JSON decoded it; 0 for anything else.
+func tokenCount(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return max(n, 0)
+	case float64:
+		if n > 0 && n < 1e15 {
+			return int64(n)
+		}
+	}
+	return 0
 }
 
 // resumeSession gives an implementer's attempt after a rejection the
@@ -72,7 +89,8 @@ func (p *Pipeline) resumeSession(ctx context.Context, t *taskRun, req *runner.Re
 		return
 	}
 	s := last.Session
-	req.Session = &runner.Session{Agent: s.Agent, ID: s.ID, CostUSD: s.CostUSD}
+	req.Session = &runner.Session{Agent: s.Agent, ID: s.ID, CostUSD: s.CostUSD,
+		InputTokens: s.InputTokens, CacheReadTokens: s.CacheReadTokens, OutputTokens: s.OutputTokens}
 	if len(s.State) == 0 {
 		req.Session.Missing = "none was kept"
 		return

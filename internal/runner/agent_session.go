@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // How an implementer's attempt used the agent's session, recorded in its
@@ -42,6 +43,11 @@ type Session struct {
 	// (metadata "session_cost_usd"): Claude Code's total_cost_usd of a
 	// resumed session counts the earlier runs too.
 	CostUSD float64
+	// InputTokens (counting the cached), CacheReadTokens and OutputTokens
+	// are the session's usage as the CLI last reported it (metadata
+	// "session_usage"): Codex's of a resumed thread counts the earlier
+	// runs too.
+	InputTokens, CacheReadTokens, OutputTokens int64
 }
 
 // SessionState is an agent's session after an implementer's run: what a
@@ -90,6 +96,13 @@ func (e *Exec) runSession(ctx context.Context, req Request) (Result, error) {
 		if mode == SessionResumed && req.Session.CostUSD > 0 && c >= req.Session.CostUSD {
 			res.Metadata["cost_usd"] = c - req.Session.CostUSD // this run's own
 		}
+	}
+	if e.cfg.Agent == AgentCodex {
+		var s *Session
+		if mode == SessionResumed {
+			s = req.Session
+		}
+		codexOwnUsage(ctx, res.Metadata, s)
 	}
 	res.Metadata["session"] = mode
 	if reason != "" {
@@ -142,18 +155,23 @@ func (e *Exec) resume(ctx context.Context, req Request, s *Session, home, why st
 	return "", nil
 }
 
+// sessionDirEnv names, for each agent whose sessions are kept, the
+// variable that moves them out of HOME.
+var sessionDirEnv = map[string]string{AgentClaudeCode: "CLAUDE_CONFIG_DIR", AgentCodex: "CODEX_HOME"}
+
 // sessionHome is the task's private HOME, where the agent's session is
 // kept and restored, or "" and why there is none: sessions are kept only
 // in the sandbox's per-task HOME (workspaces on), never in the worker's
 // own, and only where the CLI keeps them under HOME.
 func (e *Exec) sessionHome(req Request) (string, string) {
+	v, kept := sessionDirEnv[e.cfg.Agent]
 	switch {
 	case e.cfg.Sandbox == nil || req.Workspace == nil || req.Workspace.Sandbox.Home == "":
 		return "", "no private HOME to keep the session in (workspaces and the sandbox are needed)"
-	case e.cfg.Agent != AgentClaudeCode:
-		return "", fmt.Sprintf("sessions are kept for %s only", AgentClaudeCode)
-	case e.baseEnv()["CLAUDE_CONFIG_DIR"] != "":
-		return "", "CLAUDE_CONFIG_DIR is set: the sessions are outside the private HOME"
+	case !kept:
+		return "", fmt.Sprintf("sessions are kept for %s and %s only", AgentClaudeCode, AgentCodex)
+	case e.baseEnv()[v] != "":
+		return "", v + " is set: the sessions are outside the private HOME"
 	}
 	return req.Workspace.Sandbox.Home, ""
 }
@@ -189,12 +207,18 @@ Then demonstrate "Done when" again, and reply as before with only a JSON object,
 // the session (not found, unreadable), with its message.
 func resumeRefused(agent string, err error) (string, bool) {
 	msg := err.Error()
+	var refusals []string
 	switch agent {
 	case AgentClaudeCode:
-		for _, s := range []string{"No conversation found", "No messages found in session", "Failed to resume session"} {
-			if i := strings.Index(msg, s); i >= 0 {
-				return msg[i:], true
-			}
+		refusals = []string{"No conversation found", "No messages found in session", "Failed to resume session"}
+	case AgentCodex:
+		// "Error: thread/resume: thread/resume failed: no rollout found
+		// for thread id ...", or "... failed to read thread: ...".
+		refusals = []string{"thread/resume failed"}
+	}
+	for _, s := range refusals {
+		if i := strings.Index(msg, s); i >= 0 {
+			return msg[i:], true
 		}
 	}
 	return "", false
@@ -222,23 +246,41 @@ func claudeSessionFile(dir, id string) (string, error) {
 	return filepath.Join(".claude", "projects", proj, id+".jsonl"), nil
 }
 
+// sessionFile is where the CLI of agent keeps session id (run in dir),
+// relative to the home that root opens: Claude Code's by its rule;
+// Codex's rollout file of the thread as found under .codex/sessions, or,
+// for a restore (create) where there is none, a new one of today.
+func sessionFile(agent string, root *os.Root, dir, id string, create bool) (string, error) {
+	switch agent {
+	case AgentClaudeCode:
+		return claudeSessionFile(dir, id)
+	case AgentCodex:
+		rel, err := findRollout(root, id, maxRolloutWalk)
+		if err != nil || rel != "" || !create {
+			return rel, err
+		}
+		return codexRolloutFile(id, time.Now().UTC())
+	}
+	return "", fmt.Errorf("%s sessions are not kept", agent)
+}
+
 // keepSession reads the session file of session id (run in dir) from
 // home, bounded: the state, or why there is none. It reads through an
 // os.Root, so a symbolic link the agent planted never makes it read a
 // file outside home.
 func keepSession(agent, home, dir, id string) (*SessionState, string) {
-	if agent != AgentClaudeCode {
-		return nil, ""
-	}
-	rel, err := claudeSessionFile(dir, id)
-	if err != nil {
-		return nil, "not kept: " + err.Error()
-	}
 	root, err := os.OpenRoot(home)
 	if err != nil {
 		return nil, "not kept: " + err.Error()
 	}
 	defer root.Close()
+	rel, err := sessionFile(agent, root, dir, id, false)
+	if err != nil {
+		return nil, "not kept: " + err.Error()
+	}
+	if rel == "" {
+		return nil, "not kept: the CLI wrote no session file"
+	}
 	f, err := root.Open(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "not kept: the CLI wrote no session file"
@@ -264,15 +306,8 @@ func keepSession(agent, home, dir, id string) (*SessionState, string) {
 // run in dir looks for session id, through an os.Root (no symbolic link
 // leads it out of home), replacing what is there.
 func restoreSession(agent, home, dir, id string, data []byte) error {
-	if agent != AgentClaudeCode {
-		return fmt.Errorf("%s sessions are not restored", agent)
-	}
 	if len(data) > MaxSessionBytes {
 		return fmt.Errorf("the session state exceeds %d bytes", MaxSessionBytes)
-	}
-	rel, err := claudeSessionFile(dir, id)
-	if err != nil {
-		return err
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
@@ -282,6 +317,10 @@ func restoreSession(agent, home, dir, id string, data []byte) error {
 		return err
 	}
 	defer root.Close()
+	rel, err := sessionFile(agent, root, dir, id, true)
+	if err != nil {
+		return err
+	}
 	if err := root.MkdirAll(filepath.Dir(rel), 0o700); err != nil {
 		return err
 	}
