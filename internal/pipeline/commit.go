@@ -93,9 +93,7 @@ func (p *Pipeline) commitState(ctx context.Context, t *taskRun, mutate func(*sub
 		}
 		return err
 	}
-	if p.cfg.AfterCommit != nil {
-		p.cfg.AfterCommit()
-	}
+	afterCommit()
 	p.settlePuts(ctx, t)
 	return nil
 }
@@ -268,9 +266,7 @@ func (p *Pipeline) publishDLQ(ctx context.Context, d Delivery, reason subjects.R
 	if !ack.Duplicate {
 		p.d.Metrics.DLQWritten(reason)
 	}
-	if p.cfg.AfterDLQ != nil {
-		p.cfg.AfterDLQ()
-	}
+	afterDLQ()
 	return nil
 }
 

@@ -209,7 +209,7 @@ func (p *Pipeline) deliverApproved(ctx context.Context, t *taskRun, a approved, 
 	if err != nil {
 		return p.errOutcome(t, err)
 	}
-	p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskCompleted)
+	p.d.Metrics.TaskDone(subjects.EventTaskCompleted)
 	return Outcome{Action: Ack, Terminal: subjects.EventTaskCompleted}
 }
 

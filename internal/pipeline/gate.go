@@ -113,7 +113,7 @@ func (p *Pipeline) cancel(ctx context.Context, t *taskRun, reason string, pendin
 	if err != nil {
 		return p.errOutcome(t, err)
 	}
-	p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskCancelled)
+	p.d.Metrics.TaskDone(subjects.EventTaskCancelled)
 	return Outcome{Action: Term, Terminal: subjects.EventTaskCancelled}
 }
 
