@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +43,37 @@ func TestMain(m *testing.M) {
 	if labServer.stop != nil {
 		labServer.stop()
 	}
+	printShares(os.Stdout)
 	os.Exit(code)
+}
+
+// rates keeps each benchmark's tasks/s, one per timed run (-count), for
+// the shares TestMain prints.
+var rates struct {
+	sync.Mutex
+	of map[string][]float64
+}
+
+// printShares prints Drover's median tasks/s as a share of each other
+// phase's median, when both ran: "drover: 0.21 of Floor" is drover bench's
+// throughput as a share of the honest floor on the same server.
+func printShares(w io.Writer) {
+	rates.Lock()
+	defer rates.Unlock()
+	median := func(v []float64) float64 {
+		v = slices.Sorted(slices.Values(v))
+		return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
+	}
+	drover := rates.of["Drover"]
+	if len(drover) == 0 {
+		return
+	}
+	for _, name := range []string{"Floor", "ContractOps", "MinimalWorker"} {
+		if other := rates.of[name]; len(other) > 0 {
+			fmt.Fprintf(w, "drover: %.3f of %s (median tasks/s %.0f of %.0f, %d and %d runs)\n",
+				median(drover)/median(other), name, median(drover), median(other), len(drover), len(other))
+		}
+	}
 }
 
 // serverURL starts the lab's server once and returns its URL.
@@ -131,8 +163,10 @@ func benchPhase(b *testing.B, run func(context.Context, Config, string) (Result,
 
 // report sets a phase's figures as the benchmark's: ns/op is the phase's
 // elapsed time per task (first submit to last end, over a pool working in
-// parallel, so 1e9 / ns/op is its tasks/s), allocs/op and B/op the
-// process's per task; the per-operation breakdown goes to the log.
+// parallel, so 1e9 / ns/op is its tasks/s), heap-allocs/op and heap-B/op
+// the process's per task; the per-operation breakdown goes to the log. A
+// run of at least warmUpTasks tasks counts towards the shares TestMain
+// prints.
 func report(b *testing.B, res Result) {
 	b.Helper()
 	if res.Completed != b.N || res.Failed != 0 {
@@ -143,9 +177,20 @@ func report(b *testing.B, res Result) {
 	b.ReportMetric(ms(res.P50), "p50-ms")
 	b.ReportMetric(ms(res.P99), "p99-ms")
 	b.ReportMetric(res.CPUPerTaskUS, "cpu-us/op")
-	b.ReportMetric(res.AllocsPerTask, "allocs/op")
-	b.ReportMetric(res.AllocBytesPerTask, "B/op")
+	b.ReportMetric(res.AllocsPerTask, "heap-allocs/op")
+	b.ReportMetric(res.AllocBytesPerTask, "heap-B/op")
 	b.ReportMetric(res.WritesPerTask, "writes/op")
+	if b.N < warmUpTasks { // the framework's first, one-task run
+		return
+	}
+	name := strings.TrimPrefix(b.Name(), "Benchmark")
+	name, _, _ = strings.Cut(name, "-")
+	rates.Lock()
+	if rates.of == nil {
+		rates.of = map[string][]float64{}
+	}
+	rates.of[name] = append(rates.of[name], res.TasksPerSec)
+	rates.Unlock()
 	if len(res.Ops) == 0 {
 		return
 	}
