@@ -25,8 +25,9 @@ func addFailpointFlags(fl *pflag.FlagSet, f *serveFlags) {
 }
 
 // setFailpoints sets the pipeline's failpoints from serve's fault-drill
-// flags: a SIGSTOP right after the nth state write, before its events are
-// published, or right after the nth DLQ entry, before the terminal event.
-func setFailpoints(f *serveFlags) {
-	pipeline.SetFailpoints(stopAfterCommits(f.stopAfter), haltAfter(f.stopAfterDLQ))
+// flags: a SIGSTOP right after the nth state write (commits), before its
+// events are published, or right after the nth DLQ entry (dlq), before the
+// terminal event; 0 sets none.
+func setFailpoints(commits, dlq int) {
+	pipeline.SetFailpoints(stopAfterCommits(commits), haltAfter(dlq))
 }

@@ -13,4 +13,4 @@ const Failpoints = false
 func addFailpointFlags(*pflag.FlagSet, *serveFlags) {}
 
 // setFailpoints sets nothing: a release build has no failpoints.
-func setFailpoints(*serveFlags) {}
+func setFailpoints(int, int) {}

@@ -238,7 +238,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	if err != nil {
 		return err
 	}
-	setFailpoints(&f) // fault drills: only in a build with -tags failpoints
+	setFailpoints(f.stopAfter, f.stopAfterDLQ) // fault drills: only in a build with -tags failpoints
 	w, err := worker.New(nc, worker.Config{
 		Names:       g.names,
 		Queues:      f.queues,
