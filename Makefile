@@ -32,6 +32,7 @@ test: test-tools
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags failpoints $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -timeout 5m -tags failpoints -run '^(TestClaimLostWhileACommitIsPublished|TestACommitWaitsForTheEventsBeforeIt)$$' ./tests/
 
 test-short:
 	$(GO) test -count=1 -timeout 10m $(PKGS)

@@ -40,7 +40,6 @@ var importRules = []importRule{
 	{name: "nothing imports cmd", from: anyPkg, to: under("cmd")},
 	{name: "only cmd/drover imports internal/cli", from: func(p string) bool { return p != "cmd/drover" }, to: under("internal/cli")},
 	{name: "subjects imports nothing of ours", from: under("subjects"), to: anyPkg},
-	{name: "only internal/bench imports internal/jsapi, which goes with it", from: func(p string) bool { return !under("internal/bench")(p) }, to: under("internal/jsapi")},
 	{name: "internal/sandbox imports nothing of ours", from: under("internal/sandbox"), to: anyPkg},
 	{name: "internal/agenttest imports nothing of ours", from: under("internal/agenttest"), to: anyPkg},
 	{name: "only tests import internal/agenttest", from: func(p string) bool { return !under("internal/agenttest")(p) }, to: under("internal/agenttest")},
@@ -51,6 +50,7 @@ var importRules = []importRule{
 	{name: "consumers does not depend on internal/pipeline", from: under("consumers"), to: under("internal/pipeline"), transitive: true},
 	{name: "internal/runner does not depend on internal/pipeline", from: under("internal/runner"), to: under("internal/pipeline"), transitive: true},
 	{name: "internal/workspace does not depend on internal/pipeline", from: under("internal/workspace"), to: under("internal/pipeline"), transitive: true},
+	{name: "nothing imports the lab (internal/benchlab stays out of the binary)", from: anyPkg, to: under("internal/benchlab")},
 }
 
 // violations lists every import in graph (package -> the packages of ours
@@ -117,6 +117,9 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"runner subpackage imports pipeline", map[string][]string{
 			"internal/runner/x": {"internal/pipeline"}, "internal/pipeline": nil,
 		}, []string{"internal/runner does not depend on internal/pipeline: internal/runner/x -> internal/pipeline"}},
+		{"the lab linked into the binary", map[string][]string{
+			"cmd/drover": {"internal/cli"}, "internal/cli": {"internal/benchlab"}, "internal/benchlab": {"internal/bench"}, "internal/bench": nil,
+		}, []string{"nothing imports the lab (internal/benchlab stays out of the binary): internal/cli -> internal/benchlab"}},
 		{"workspace imports pipeline", map[string][]string{
 			"internal/workspace": {"internal/state"}, "internal/state": {"internal/pipeline"}, "internal/pipeline": nil,
 		}, []string{"internal/workspace does not depend on internal/pipeline: internal/workspace -> internal/state -> internal/pipeline"}},

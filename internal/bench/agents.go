@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/droverhq/drover/internal/pipeline"
+	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -173,29 +173,33 @@ func runAgents(ctx context.Context, cfg Config, url string) (*Agents, error) {
 	wcfg := cfg
 	wcfg.Concurrency = n
 	err := withOwn(ctx, cfg, url, func(o own) error {
-		ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errTimeout)
+		ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, ErrTimeout)
 		defer cancel()
 		fail := func(err error, what string) error {
-			if errors.Is(context.Cause(ctx), errTimeout) {
-				err = fmt.Errorf("%w after %s (raise --timeout)", errTimeout, cfg.Timeout)
+			if errors.Is(context.Cause(ctx), ErrTimeout) {
+				err = fmt.Errorf("%w after %s (raise --timeout)", ErrTimeout, cfg.Timeout)
 			}
 			return fmt.Errorf("bench: agents phase, %s: %w", what, err)
 		}
-		tr := newTerminals(newWorkflowID(), n)
-		var lt latencyTimes
+		wf := NewWorkflowID()
+		var obs observed
 		sim := runner.NewSim(runner.SimOptions{})
 		fleet := newFleetStart(n)
-		stop, err := startWorker(ctx, wcfg, o.ncW, o.settings, nil, pipeline.Config{
-			OnRoleGap: lt.gap, OnSubmitToStart: lt.start, OnTerminal: tr.record,
-		}, runner.Set{Planner: fleet.planner(sim), Implementer: sim, Judge: sim})
+		stop, err := startWorker(ctx, wcfg, o.ncW, o.settings, &obs, runner.Set{Planner: fleet.planner(sim), Implementer: sim, Judge: sim})
 		if err != nil {
 			return err
 		}
-		collectHeap()
+		after, err := producer.AuditLastSeq(ctx, o.js, cfg.Names)
+		if err != nil {
+			return errors.Join(fmt.Errorf("bench: %w", err), stop())
+		}
+		f := follow(ctx, o.js, cfg.Names, wf, after, n)
+		defer f.stop()
+		CollectHeap()
 		heap0, g0 := footprint()
 		var peak peaks
 		submit := make([]time.Time, n)
-		use := measure()
+		use := MeasureUsage()
 		var gcCPU time.Duration
 
 		// The watcher reads the footprint as collections find it until the
@@ -216,7 +220,7 @@ func runAgents(ctx context.Context, cfg Config, url string) (*Agents, error) {
 			}
 		}()
 		released := false
-		err = submitTasks(ctx, cfg, o.js, submit, agentRequests(tr.wf, n, cfg.AgentLatency))
+		err = submitTasks(ctx, cfg, o.js, submit, agentRequests(wf, n, cfg.AgentLatency))
 		if err != nil {
 			err = fail(err, "submitting")
 		} else {
@@ -231,12 +235,8 @@ func runAgents(ctx context.Context, cfg Config, url string) (*Agents, error) {
 				gcCPU = processCPU() - cpu
 				close(fleet.release)
 				released = true
-				select {
-				case <-tr.all:
-				case <-ctx.Done():
-					tr.mu.Lock()
-					err = fail(context.Cause(ctx), fmt.Sprintf("%d of %d tasks ended", tr.completed+tr.failed, n))
-					tr.mu.Unlock()
+				if ferr := f.wait(); ferr != nil {
+					err = fail(ferr, fmt.Sprintf("%d of %d tasks ended", f.completed+f.failed, n))
 				}
 			case <-ctx.Done():
 				err = fail(context.Cause(ctx), fmt.Sprintf("%d of %d planners started", fleet.started.Load(), n))
@@ -245,7 +245,7 @@ func runAgents(ctx context.Context, cfg Config, url string) (*Agents, error) {
 		if !released { // let held planners go, so the worker drains
 			close(fleet.release)
 		}
-		used := use.since()
+		used := use.Since()
 		close(phaseDone)
 		<-watched
 		if serr := stop(); serr != nil && err == nil {
@@ -255,11 +255,9 @@ func runAgents(ctx context.Context, cfg Config, url string) (*Agents, error) {
 			return err
 		}
 		used.cpu -= gcCPU
-		tr.mu.Lock()
-		ph := newPhase(submit, tr.end)
-		rep.Completed, rep.Failed = tr.completed, tr.failed
-		tr.mu.Unlock()
-		ph.setUsage(used, n)
+		ph := NewPhase(submit, f.end)
+		rep.Completed, rep.Failed = f.completed, f.failed
+		ph.SetUsage(used, n)
 		rep.Elapsed, rep.ElapsedS = ph.Elapsed, ph.ElapsedS
 		rep.Ideal = rep.Start + longest
 		rep.StartS, rep.IdealS = rep.Start.Seconds(), rep.Ideal.Seconds()
@@ -269,9 +267,7 @@ func runAgents(ctx context.Context, cfg Config, url string) (*Agents, error) {
 		rep.HeapPeakKiB = perAgentKiB(peak.heap, heap0, n)
 		rep.GoroutinesPerAgent = (float64(peak.goroutines) - float64(g0)) / float64(n)
 		peak.mu.Unlock()
-		lt.mu.Lock()
-		defer lt.mu.Unlock()
-		rep.RoleGap, rep.SubmitToStart = newDist(lt.gaps), newDist(lt.starts)
+		rep.RoleGap, rep.SubmitToStart = obs.dists()
 		return nil
 	})
 	if err != nil {

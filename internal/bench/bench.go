@@ -1,21 +1,14 @@
-// Package bench measures Drover's throughput and latency against the raw
-// JetStream floor of the same per-task path, on the same server.
+// Package bench measures what a user or operator of Drover feels on their
+// own server: the throughput and latency of cold no-op tasks through a
+// real worker (the Drover phase), the overhead between roles on an idle
+// worker (the latency phase), a cached re-run (the cached phase) and how
+// many agents one worker drives (the agents phase). Each task is timed
+// from its submit to its terminal event as a follower of the audit stream
+// reads it; the role gaps are what the worker's metrics observe.
 //
-// A run has three phases. The Drover phase starts an in-process worker with
-// the no-latency sim runner, submits N cold one-round tasks (a fresh
-// workflow and scope per task, so no cache entry can hit), times each to
-// the moment the worker has its terminal event in the audit stream, checks
-// the audit stream for all of them and counts the messages every stream
-// stored. The
-// floor phase does the least work a worker could do for the same task with
-// plain JetStream: consume from a work-queue stream with a pool of the same
-// size, one KV get and one KV put, one audit-like publish with a
-// Nats-Msg-Id, and an ack. Drover's throughput is reported as a share of the
-// floor's. The contract-ops phase performs Drover's own JetStream operations
-// for each task, with none of Drover's code (ops.go): the ceiling of any
-// implementation of the wire contract on that server. The minimal worker
-// makes the same operations with each task's data made for real (work.go):
-// what the data costs, apart from what Drover's pipeline costs.
+// The lab that compares Drover with raw JetStream (the floor, contract-ops,
+// the minimal worker) is internal/benchlab, which the drover binary does
+// not link.
 package bench
 
 import (
@@ -34,8 +27,7 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// warmUpTasks is the size of the untimed warm-ups before the Drover phase
-// and before the raw phases.
+// warmUpTasks is the size of the untimed warm-up before the Drover phase.
 const warmUpTasks = 300
 
 // Queue is the queue the bench's tasks go through. A queue of its own keeps
@@ -68,10 +60,9 @@ const (
 
 // Config configures a bench run. Zero fields take the defaults noted.
 type Config struct {
-	// Tasks is the number of tasks of each phase (default 2000).
+	// Tasks is the number of tasks of the Drover phase (default 2000).
 	Tasks int
-	// Concurrency is the pool size of the worker and of the raw phases
-	// (default 16).
+	// Concurrency is the worker's pool size (default 16).
 	Concurrency int
 	// URL is the NATS server to measure. Empty starts an embedded server
 	// in a temporary directory with Sync, removed after the run.
@@ -95,18 +86,6 @@ type Config struct {
 	// exist or be empty, and is removed after the run (default: a new
 	// temporary directory).
 	DataDir string
-	// CPUProfile, when set, receives a CPU profile of the Drover phase
-	// (the whole process, so an embedded server's work is in it too).
-	CPUProfile io.Writer
-	// MemProfile, when set, receives the process's allocation profile as
-	// the Drover phase ends (the allocations since the process started,
-	// which the phase's dominate; the embedded server's included).
-	MemProfile io.Writer
-	// ProfileDir, when set, is an existing directory that receives a CPU
-	// profile of each timed phase of the first round (of the Drover phase
-	// unless CPUProfile takes it), a file per phase named after it:
-	// drover.pprof, contract-ops-overlapped.pprof, minimal-worker.pprof, ...
-	ProfileDir string
 	// LatencyTasks is the number of tasks of the latency phase, submitted
 	// one at a time to the idle worker (0: no latency phase).
 	LatencyTasks int
@@ -120,12 +99,6 @@ type Config struct {
 	// phase, spread over [AgentLatency/2, 3*AgentLatency/2] across the
 	// tasks (default DefaultAgentLatency).
 	AgentLatency time.Duration
-	// Rounds is how many times the Drover, contract-ops, minimal worker
-	// and floor phases run, one after another (default 1). The report
-	// shows the round with the median ratio of Drover to overlapped
-	// contract-ops, and the range of the ratios: on a machine whose
-	// speed drifts, one round's ratio says little.
-	Rounds int
 	// Timeout bounds each phase (default 10m).
 	Timeout time.Duration
 	// Log receives progress and the worker's log (default: discarded).
@@ -133,19 +106,16 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Tasks < 0 || c.Concurrency < 0 || c.Sync < 0 || c.Timeout < 0 || c.LatencyTasks < 0 || c.CachedTasks < 0 || c.Rounds < 0 ||
+	if c.Tasks < 0 || c.Concurrency < 0 || c.Sync < 0 || c.Timeout < 0 || c.LatencyTasks < 0 || c.CachedTasks < 0 ||
 		c.Agents < 0 || c.AgentLatency < 0 {
-		return c, fmt.Errorf("bench: negative setting (tasks %d, concurrency %d, sync %s, timeout %s, latency tasks %d, cached tasks %d, rounds %d, agents %d, agent latency %s)",
-			c.Tasks, c.Concurrency, c.Sync, c.Timeout, c.LatencyTasks, c.CachedTasks, c.Rounds, c.Agents, c.AgentLatency)
+		return c, fmt.Errorf("bench: negative setting (tasks %d, concurrency %d, sync %s, timeout %s, latency tasks %d, cached tasks %d, agents %d, agent latency %s)",
+			c.Tasks, c.Concurrency, c.Sync, c.Timeout, c.LatencyTasks, c.CachedTasks, c.Agents, c.AgentLatency)
 	}
 	if c.AgentLatency == 0 {
 		c.AgentLatency = DefaultAgentLatency
 	}
 	if c.Agents > MaxAgents {
 		return c, fmt.Errorf("bench: %d agents: at most %d", c.Agents, MaxAgents)
-	}
-	if c.Rounds == 0 {
-		c.Rounds = 1
 	}
 	if c.Tasks == 0 {
 		c.Tasks = DefaultTasks
@@ -171,53 +141,10 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// runRound runs one round: an untimed warm-up and the Drover phase, then
-// an untimed warm-up and the three raw phases (contract-ops, the minimal
-// worker, the floor).
-func runRound(ctx context.Context, cfg Config, url string, warmUp func() error) (benchRound, error) {
-	var (
-		rd  benchRound
-		err error
-	)
-	// An untimed warm-up of the Drover phase, as the raw phases get one: a
-	// worker runs warm, and the first phase would otherwise pay for the
-	// process's and the server's start (the heap's growth, the stores'
-	// first blocks). It keeps the bench's streams for the timed phase, so
-	// no deletion runs behind it.
-	warmDrover := cfg
-	warmDrover.Tasks, warmDrover.Keep = min(cfg.Tasks, warmUpTasks), true
-	warmDrover.CPUProfile, warmDrover.MemProfile, warmDrover.ProfileDir = nil, nil, ""
-	if _, _, err := runDrover(ctx, warmDrover, url); err != nil {
-		return rd, fmt.Errorf("bench: warm-up: %w", err)
-	}
-	if rd.Drover, rd.Writes, err = runDrover(ctx, cfg, url); err != nil {
-		return rd, err
-	}
-	if err := warmUp(); err != nil {
-		return rd, err
-	}
-	for _, ph := range []struct {
-		out *Phase
-		run func(context.Context, Config, string) (Phase, error)
-	}{
-		{&rd.OpsOverlapped, runOps},
-		{&rd.Minimal, runMinimal},
-		{&rd.FloorOverlapped, runFloor},
-	} {
-		if *ph.out, err = ph.run(ctx, cfg, url); err != nil {
-			return rd, err
-		}
-	}
-	return rd, nil
-}
-
-// Run runs the phases and returns the report: Rounds rounds of the Drover,
-// contract-ops, minimal worker and floor phases, reported by the round
-// with the median ratio of Drover to overlapped contract-ops; then, once,
-// the latency, cached and agents phases that are asked for. The first
-// error of any phase ends the run; every
-// goroutine, connection and embedded server it started is stopped before
-// it returns.
+// Run runs the phases and returns the report: after an untimed warm-up,
+// the Drover phase, then the latency, cached and agents phases that are
+// asked for. The first error of any phase ends the run; every goroutine,
+// connection and embedded server it started is stopped before it returns.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -245,37 +172,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Server, rep.Sync = "external", "the server's own"
 		cfg.Log.Warn("benchmarking an external server: other traffic skews the figures", "prefix", cfg.Names.Prefix(), "keep", cfg.Keep)
 	}
-	// The first phase after another runs while the server still removes
-	// the streams of the one before: an untimed warm-up takes that cost,
-	// so it does not fall on whichever raw phase comes next.
+	// An untimed warm-up: a worker runs warm, and the first phase would
+	// otherwise pay for the process's and the server's start (the heap's
+	// growth, the stores' first blocks). It keeps the bench's streams for
+	// the timed phase, so no deletion runs behind it.
 	warm := cfg
-	warm.Tasks, warm.ProfileDir = min(cfg.Tasks, warmUpTasks), ""
-	warmUp := func() error {
-		if _, err := runOps(ctx, warm, url); err != nil {
-			return fmt.Errorf("bench: warm-up: %w", err)
-		}
-		return nil
+	warm.Tasks, warm.Keep = min(cfg.Tasks, warmUpTasks), true
+	if _, _, err := runDrover(ctx, warm, url); err != nil {
+		return nil, fmt.Errorf("bench: warm-up: %w", err)
 	}
-	rounds := make([]benchRound, 0, cfg.Rounds)
-	for i := range cfg.Rounds {
-		rc := cfg
-		if i > 0 { // one profile of each phase, the first round's
-			rc.CPUProfile, rc.MemProfile, rc.ProfileDir = nil, nil, ""
-		}
-		rd, err := runRound(ctx, rc, url, warmUp)
-		if err != nil {
-			return nil, err
-		}
-		rounds = append(rounds, rd)
-	}
-	rep.setRounds(rounds)
-	// The raw phases' streams are still being removed: the same untimed
-	// warm-up takes that cost off the phases that measure what a user
-	// feels.
-	if cfg.LatencyTasks > 0 || cfg.CachedTasks > 0 || cfg.Agents > 0 {
-		if err := warmUp(); err != nil {
-			return nil, err
-		}
+	if rep.Drover, rep.Writes, err = runDrover(ctx, cfg, url); err != nil {
+		return nil, err
 	}
 	if cfg.LatencyTasks > 0 {
 		if rep.Latency, err = runLatency(ctx, cfg, url); err != nil {
@@ -299,7 +206,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep.finish()
 	return rep, nil
 }
 
@@ -340,9 +246,9 @@ func SyncLabel(d time.Duration) string {
 	return "every " + d.String()
 }
 
-// connect opens a connection of the bench, named for the server's view,
+// Connect opens a connection of the bench, named for the server's view,
 // with opts (credentials and TLS) after the bench's own.
-func connect(url, name string, opts []nats.Option) (*nats.Conn, error) {
+func Connect(url, name string, opts []nats.Option) (*nats.Conn, error) {
 	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("drover bench " + name), nats.MaxReconnects(-1)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: connect (%s): %w", name, err)
@@ -350,5 +256,5 @@ func connect(url, name string, opts []nats.Option) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// errTimeout wraps a phase that did not finish in time.
-var errTimeout = errors.New("bench: phase timed out")
+// ErrTimeout wraps a phase that did not finish in time.
+var ErrTimeout = errors.New("bench: phase timed out")

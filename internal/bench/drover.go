@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,12 +31,12 @@ type own struct {
 // withOwn provisions the bench's own streams and buckets, runs fn, and
 // then deletes them (with Keep, only the bench's consumer goes).
 func withOwn(ctx context.Context, cfg Config, url string, fn func(o own) error) error {
-	ncW, err := connect(url, "worker", cfg.Options)
+	ncW, err := Connect(url, "worker", cfg.Options)
 	if err != nil {
 		return err
 	}
 	defer ncW.Close()
-	ncP, err := connect(url, "producer", cfg.Options)
+	ncP, err := Connect(url, "producer", cfg.Options)
 	if err != nil {
 		return err
 	}
@@ -70,28 +68,28 @@ func withOwn(ctx context.Context, cfg Config, url string, fn func(o own) error) 
 }
 
 // runDrover runs the Drover phase: a worker with the sim runner, N cold
-// tasks submitted as fast as the server acknowledges them, and each task
-// timed to its terminal event.
+// tasks submitted as fast as the server acknowledges them, each timed to
+// its terminal event in the audit stream, and the stored writes counted.
 func runDrover(ctx context.Context, cfg Config, url string) (ph Phase, w Writes, err error) {
 	err = withOwn(ctx, cfg, url, func(o own) error {
 		streams := writeStreams(cfg.Names)
-		before, err := lastSeqs(ctx, o.js, streams)
+		before, err := LastSeqs(ctx, o.js, streams)
 		if err != nil {
 			return err
 		}
-		tr := newTerminals(newWorkflowID(), cfg.Tasks)
-		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, nil, pipeline.Config{OnTerminal: tr.record}, runner.Set{})
+		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, nil, runner.Set{})
 		if err != nil {
 			return err
 		}
-		ph, err = measureDrover(ctx, cfg, o.js, tr)
+		wf := NewWorkflowID()
+		ph, err = timeRun(ctx, cfg, o.js, "drover phase", cfg.Tasks, ColdRequests(wf))
 		if serr := stop(); serr != nil && err == nil {
 			err = serr
 		}
 		if err != nil {
 			return err
 		}
-		after, err := lastSeqs(ctx, o.js, streams)
+		after, err := LastSeqs(ctx, o.js, streams)
 		if err != nil {
 			return err
 		}
@@ -127,12 +125,10 @@ func currentSettings(ctx context.Context, js jetstream.JetStream, names subjects
 	return s, nil
 }
 
-// startWorker runs a worker on nc, with the pipeline's hooks of pc,
-// metrics m (nil: none) and the runners rs (none: a new sim's), until the
-// returned stop is called, which drains it and returns its error. It
-// returns once the worker is fetching.
-func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings, m pipeline.Metrics, pc pipeline.Config, rs runner.Set) (stop func() error, err error) {
-	pc.Worker = benchWorker
+// startWorker runs a worker on nc, with metrics m (nil: none) and the
+// runners rs (none: a new sim's), until the returned stop is called, which
+// drains it and returns its error. It returns once the worker is fetching.
+func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker.Settings, m pipeline.Metrics, rs runner.Set) (stop func() error, err error) {
 	if rs.Planner == nil {
 		rs = runner.SimSet(runner.NewSim(runner.SimOptions{}))
 	}
@@ -143,7 +139,7 @@ func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker
 		Consumer:    broker.ConsumerSettings{MaxAckPending: max(broker.DefaultMaxAckPending, cfg.Concurrency)},
 		Streams:     settings,
 		Runners:     rs,
-		Pipeline:    pc,
+		Pipeline:    pipeline.Config{Worker: WorkerName},
 		Metrics:     m,
 		Log:         cfg.Log,
 	})
@@ -172,105 +168,86 @@ func startWorker(ctx context.Context, cfg Config, nc *nats.Conn, settings broker
 	}
 }
 
-// terminals records when each bench task ended: when the worker had written
-// its terminal event, the point where the floor's handler records its own.
-type terminals struct {
-	wf                string
-	mu                sync.Mutex
+// followed is a follower of the audit stream that records when each of a
+// workflow's tasks ended, as a user following the stream sees it: the
+// terminal event of task "t<i>" read at end[i]. Its figures are the
+// caller's to read once wait has returned.
+type followed struct {
 	end               []time.Time
 	completed, failed int
-	all               chan struct{}
+	ended             chan int      // each task's index as it ends; never full
+	finished          chan struct{} // closed when the follower stops, err set
+	err               error
+	cancel            context.CancelFunc
 }
 
-func newTerminals(wf string, n int) *terminals {
-	return &terminals{wf: wf, end: make([]time.Time, n), all: make(chan struct{})}
+// follow starts following the terminal events of workflow wf's n tasks
+// stored after sequence after, until all have ended or ctx ends.
+func follow(ctx context.Context, js jetstream.JetStream, names subjects.Names, wf string, after uint64, n int) *followed {
+	f := &followed{end: make([]time.Time, n), ended: make(chan int, n), finished: make(chan struct{})}
+	ctx, f.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(f.finished)
+		f.err = producer.FollowTerminal(ctx, js, names, wf, after, func(t producer.Terminal) bool {
+			i, ok := TaskIndex(t.Event.TaskID, n)
+			if !ok || !f.end[i].IsZero() {
+				return true
+			}
+			f.end[i] = time.Now()
+			if t.Event.EventType == subjects.EventTaskCompleted {
+				f.completed++
+			} else {
+				f.failed++
+			}
+			f.ended <- i
+			return f.completed+f.failed < n
+		})
+	}()
+	return f
 }
 
-func (tr *terminals) record(wf, task string, et subjects.EventType) {
-	now := time.Now()
-	i, ok := taskIndex(task, len(tr.end))
-	if wf != tr.wf || !ok {
-		return
-	}
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	if !tr.end[i].IsZero() {
-		return
-	}
-	tr.end[i] = now
-	if et == subjects.EventTaskCompleted {
-		tr.completed++
-	} else {
-		tr.failed++
-	}
-	if tr.completed+tr.failed == len(tr.end) {
-		close(tr.all)
-	}
+// wait returns once every task has ended, or with the error that stopped
+// the follower.
+func (f *followed) wait() error {
+	<-f.finished
+	return f.err
 }
 
-// measureDrover submits the tasks and times each to its terminal event,
-// under a CPU profile when one is asked for; then, untimed, it checks that
-// the audit stream holds a terminal event of every task.
-func measureDrover(ctx context.Context, cfg Config, js jetstream.JetStream, tr *terminals) (Phase, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errTimeout)
+// stop stops the follower and waits for it.
+func (f *followed) stop() {
+	f.cancel()
+	_ = f.wait()
+}
+
+// timeRun submits n tasks made by req (one workflow's) and times each from
+// its submit to its terminal event read from the audit stream, with the
+// process's CPU and allocations over the run.
+func timeRun(ctx context.Context, cfg Config, js jetstream.JetStream, phase string, n int, req func(int) subjects.TaskRequest) (Phase, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, ErrTimeout)
 	defer cancel()
 	after, err := producer.AuditLastSeq(ctx, js, cfg.Names)
 	if err != nil {
 		return Phase{}, fmt.Errorf("bench: %w", err)
 	}
-	timeout := func(err error, what string) error {
-		if c := context.Cause(ctx); errors.Is(c, errTimeout) {
-			return fmt.Errorf("%w after %s %s (raise --timeout)", errTimeout, cfg.Timeout, what)
-		}
-		return err
-	}
-	collectHeap()
-	stopProfile, err := startProfile(cfg, cfg.CPUProfile, "drover")
-	if err != nil {
-		return Phase{}, err
-	}
-	n := cfg.Tasks
+	CollectHeap()
 	submit := make([]time.Time, n)
-	use := measure()
-	err = submitTasks(ctx, cfg, js, submit, benchRequests(tr.wf, coldScope(tr.wf)))
-	if err == nil {
-		select {
-		case <-tr.all:
-		case <-ctx.Done():
-			tr.mu.Lock()
-			err = timeout(ctx.Err(), fmt.Sprintf("with %d of %d tasks ended", tr.completed+tr.failed, n))
-			tr.mu.Unlock()
-		}
+	use := MeasureUsage()
+	f := follow(ctx, js, cfg.Names, req(0).Workflow, after, n)
+	defer f.stop()
+	if err := submitTasks(ctx, cfg, js, submit, req); err != nil {
+		return Phase{}, fmt.Errorf("bench: %s: %w", phase, err)
 	}
-	used := use.since()
-	if perr := stopProfile(); perr != nil && err == nil {
-		err = fmt.Errorf("cpu profile: %w", perr)
-	}
-	if cfg.MemProfile != nil {
-		if err := pprof.Lookup("allocs").WriteTo(cfg.MemProfile, 0); err != nil {
-			return Phase{}, fmt.Errorf("bench: allocation profile: %w", err)
-		}
-	}
+	err = f.wait()
+	used := use.Since()
 	if err != nil {
-		return Phase{}, fmt.Errorf("bench: drover phase: %w", err)
-	}
-	seen := make([]bool, n)
-	found := 0
-	err = producer.FollowTerminal(ctx, js, cfg.Names, tr.wf, after, func(t producer.Terminal) bool {
-		if i, ok := taskIndex(t.Event.TaskID, n); ok && !seen[i] {
-			seen[i] = true
-			found++
+		if errors.Is(context.Cause(ctx), ErrTimeout) {
+			err = fmt.Errorf("%w after %s with %d of %d tasks ended (raise --timeout)", ErrTimeout, cfg.Timeout, f.completed+f.failed, n)
 		}
-		return found < n
-	})
-	if err != nil {
-		return Phase{}, fmt.Errorf("bench: drover phase: checking the audit stream: %w", timeout(err, fmt.Sprintf("with terminal events of %d of %d tasks found", found, n)))
+		return Phase{}, fmt.Errorf("bench: %s: %w", phase, err)
 	}
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	ph := newPhase(submit, tr.end)
-	ph.setUsage(used, n)
-	ph.Completed, ph.Failed = tr.completed, tr.failed
+	ph := NewPhase(submit, f.end)
+	ph.SetUsage(used, n)
+	ph.Completed, ph.Failed = f.completed, f.failed
 	return ph, nil
 }
 
@@ -284,6 +261,10 @@ func coldScope(wf string) func(i int) string {
 func benchRequest(wf string, i int, scope func(int) string) subjects.TaskRequest {
 	return subjects.TaskRequest{ID: "t" + strconv.Itoa(i), Workflow: wf, Scope: scope(i), Verification: "the sim approves"}
 }
+
+// ColdRequests makes the cold tasks of workflow wf, each with a scope of
+// its own so that no cache entry can hit: what the Drover phase submits.
+func ColdRequests(wf string) func(int) subjects.TaskRequest { return benchRequests(wf, coldScope(wf)) }
 
 // benchRequests makes the bench tasks of workflow wf with the scopes of
 // scope.
@@ -306,12 +287,12 @@ func submitTasks(ctx context.Context, cfg Config, js jetstream.JetStream, submit
 			return fmt.Errorf("bench: submit task %d: %w", i, err)
 		}
 	}
-	return checkAcks(ctx, js, futures)
+	return CheckAcks(ctx, js, futures)
 }
 
-// checkAcks waits for every async publish and fails on the first error or
+// CheckAcks waits for every async publish and fails on the first error or
 // duplicate.
-func checkAcks(ctx context.Context, js jetstream.JetStream, futures []jetstream.PubAckFuture) error {
+func CheckAcks(ctx context.Context, js jetstream.JetStream, futures []jetstream.PubAckFuture) error {
 	select {
 	case <-js.PublishAsyncComplete():
 	case <-ctx.Done():
@@ -332,8 +313,8 @@ func checkAcks(ctx context.Context, js jetstream.JetStream, futures []jetstream.
 	return nil
 }
 
-// taskIndex reads the index from a bench task ID "t<i>".
-func taskIndex(id string, n int) (int, bool) {
+// TaskIndex reads the index from a bench task ID "t<i>".
+func TaskIndex(id string, n int) (int, bool) {
 	i, err := strconv.Atoi(strings.TrimPrefix(id, "t"))
 	return i, err == nil && i >= 0 && i < n && strings.HasPrefix(id, "t")
 }

@@ -41,32 +41,67 @@ type Latency struct {
 	Tasks int    `json:"tasks"`
 	Sync  string `json:"sync"`
 	// RoleGap runs from one role's runner returning to the next role's
-	// runner starting (pipeline.Config.OnRoleGap).
+	// runner starting (pipeline.Metrics.RoleGap).
 	RoleGap Dist `json:"role_gap"`
 	// SubmitToStart runs from the server storing the request to the
-	// planner's runner starting (pipeline.Config.OnSubmitToStart).
+	// planner's runner starting (pipeline.Metrics.SubmitToStart).
 	SubmitToStart Dist `json:"submit_to_start"`
-	// SubmitToEnd runs from the submit to the worker having the terminal
-	// event stored.
+	// SubmitToEnd runs from the submit to a follower of the audit stream
+	// reading the terminal event.
 	SubmitToEnd Dist `json:"submit_to_end"`
 }
 
-// latencyTimes collects the pipeline's observations.
-type latencyTimes struct {
+// observed is the bench's pipeline.Metrics: it keeps the role gaps and
+// submit-to-start times the pipeline observes (which drover serve exports
+// as drover_role_gap_seconds and drover_submit_to_start_seconds) and counts
+// role cache hits and runner calls; the rest it ignores.
+type observed struct {
 	mu           sync.Mutex
 	gaps, starts []time.Duration
+	hits, misses int64
 }
 
-func (l *latencyTimes) gap(_ subjects.Role, d time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.gaps = append(l.gaps, d)
+var _ pipeline.Metrics = (*observed)(nil)
+
+func (o *observed) RoleDone(_ subjects.Role, _ string, cached bool, _ time.Duration, _ error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cached {
+		o.hits++
+	} else {
+		o.misses++
+	}
 }
 
-func (l *latencyTimes) start(d time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.starts = append(l.starts, d)
+func (o *observed) RoleGap(_ subjects.Role, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.gaps = append(o.gaps, d)
+}
+
+func (o *observed) SubmitToStart(d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.starts = append(o.starts, d)
+}
+
+func (*observed) TaskDone(subjects.EventType)  {}
+func (*observed) CachePutFailed()              {}
+func (*observed) AuditPublished(time.Duration) {}
+func (*observed) DLQWritten(subjects.Reason)   {}
+
+// reset forgets what was observed so far.
+func (o *observed) reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.gaps, o.starts, o.hits, o.misses = nil, nil, 0, 0
+}
+
+// dists are the role gaps' and the submit-to-start times' distributions.
+func (o *observed) dists() (gaps, starts Dist) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return newDist(o.gaps), newDist(o.starts)
 }
 
 // runLatency runs the latency phase: LatencyTasks cold one-round tasks
@@ -79,27 +114,22 @@ func runLatency(ctx context.Context, cfg Config, url string) (*Latency, error) {
 		rep.Sync = "the server's own"
 	}
 	err := withOwn(ctx, cfg, url, func(o own) error {
-		ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, errTimeout)
+		ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout, ErrTimeout)
 		defer cancel()
 		wf := fmt.Sprintf("%slat%d", workflowPrefix, time.Now().UnixNano())
-		ended := make(chan int, n) // never full: one terminal per task
-		var lt latencyTimes
-		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, nil, pipeline.Config{
-			OnRoleGap: lt.gap, OnSubmitToStart: lt.start,
-			OnTerminal: func(w, task string, _ subjects.EventType) {
-				if i, ok := taskIndex(task, n); ok && w == wf {
-					select {
-					case ended <- i:
-					default:
-					}
-				}
-			},
-		}, runner.Set{})
+		var obs observed
+		stop, err := startWorker(ctx, cfg, o.ncW, o.settings, &obs, runner.Set{})
 		if err != nil {
 			return err
 		}
 		total := make([]time.Duration, 0, n)
 		err = func() error {
+			after, err := producer.AuditLastSeq(ctx, o.js, cfg.Names)
+			if err != nil {
+				return fmt.Errorf("bench: %w", err)
+			}
+			f := follow(ctx, o.js, cfg.Names, wf, after, n)
+			defer f.stop()
 			scope := coldScope(wf)
 			for i := range n {
 				msg, err := producer.Msg(cfg.Names, Queue, benchRequest(wf, i, scope))
@@ -111,10 +141,12 @@ func runLatency(ctx context.Context, cfg Config, url string) (*Latency, error) {
 					return fmt.Errorf("bench: latency: submit task %d: %w", i, err)
 				}
 				select {
-				case got := <-ended:
+				case got := <-f.ended:
 					if got != i {
 						return fmt.Errorf("bench: latency: task %d ended while waiting for task %d", got, i)
 					}
+				case <-f.finished:
+					return fmt.Errorf("bench: latency phase: task %d: the follower stopped: %v", i, f.err)
 				case <-ctx.Done():
 					return fmt.Errorf("bench: latency phase: task %d: %w", i, context.Cause(ctx))
 				}
@@ -128,9 +160,8 @@ func runLatency(ctx context.Context, cfg Config, url string) (*Latency, error) {
 		if err != nil {
 			return err
 		}
-		lt.mu.Lock()
-		defer lt.mu.Unlock()
-		rep.RoleGap, rep.SubmitToStart, rep.SubmitToEnd = newDist(lt.gaps), newDist(lt.starts), newDist(total)
+		rep.RoleGap, rep.SubmitToStart = obs.dists()
+		rep.SubmitToEnd = newDist(total)
 		return nil
 	})
 	if err != nil {

@@ -21,12 +21,12 @@ const DefaultPrefix = "drover_bench"
 // checkPrefix recognises in an audit stream.
 const workflowPrefix = "bench-"
 
-// newWorkflowID is a bench run's workflow ID: the prefix and the time.
-func newWorkflowID() string { return fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano()) }
+// NewWorkflowID is a bench run's workflow ID: the prefix and the time.
+func NewWorkflowID() string { return fmt.Sprintf("%s%d", workflowPrefix, time.Now().UnixNano()) }
 
-// benchWorker is the worker name of the Drover phase's worker and of the
+// WorkerName is the worker name of the Drover phase's worker and of the
 // minimal worker's data.
-const benchWorker = "drover-bench"
+const WorkerName = "drover-bench"
 
 // ErrDeploymentPrefix is returned when the bench's prefix is in use by a
 // deployment.

@@ -11,9 +11,6 @@ import (
 
 // Targets of the design, printed next to the figures.
 const (
-	// TargetRatioPct is the share of the overlapped (honest) floor Drover
-	// should reach at pool 16 on nats-server's default sync interval.
-	TargetRatioPct = 20.0
 	// MaxWritesPerTask bounds the stored writes of a cold one-round task,
 	// the request excluded.
 	MaxWritesPerTask = 11.0
@@ -30,13 +27,13 @@ const (
 type Phase struct {
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
-	// Elapsed runs from the first submit to the last terminal event (the
-	// last ack, for the raw phases).
+	// Elapsed runs from the first submit to the last terminal event read
+	// (the last ack, for the lab's raw phases).
 	Elapsed     time.Duration `json:"-"`
 	ElapsedS    float64       `json:"elapsed_s"`
 	TasksPerSec float64       `json:"tasks_per_s"`
 	// P50 and P99 are submit-to-terminal latencies (submit-to-ack for the
-	// raw phases).
+	// lab's raw phases).
 	P50   time.Duration `json:"-"`
 	P99   time.Duration `json:"-"`
 	P50MS float64       `json:"p50_ms"`
@@ -47,18 +44,12 @@ type Phase struct {
 	CPUPerTaskUS float64       `json:"cpu_per_task_us"`
 	Cores        float64       `json:"cores"`
 	// AllocsPerTask and AllocBytesPerTask are the process's heap
-	// allocations per task (the embedded server's included): what Drover's
-	// own work allocates is the difference to contract-ops.
+	// allocations per task (the embedded server's included).
 	AllocsPerTask     float64 `json:"allocs_per_task"`
 	AllocBytesPerTask float64 `json:"alloc_bytes_per_task"`
 	// GCCycles is how many garbage collections the process ran during the
-	// phase. Every timed phase starts from a collected heap (collectHeap).
+	// phase. Every timed phase starts from a collected heap (CollectHeap).
 	GCCycles uint64 `json:"gc_cycles"`
-	// WritesPerTask counts stored writes per task, the request included
-	// (the raw phases; the Drover phase has Report.Writes).
-	WritesPerTask float64 `json:"writes_per_task,omitempty"`
-	// Ops is the raw phases' per-operation breakdown.
-	Ops []OpStat `json:"ops,omitempty"`
 }
 
 // Report is the result of a bench run.
@@ -71,38 +62,7 @@ type Report struct {
 	GOMAXPROCS  int    `json:"gomaxprocs"`
 	NumCPU      int    `json:"num_cpu"`
 	Drover      Phase  `json:"drover"`
-	// FloorOverlapped is the floor's four operations overlapped as a
-	// careful worker overlaps them (the honest floor).
-	FloorOverlapped Phase `json:"floor_overlapped"`
-	// OpsOverlapped is the contract-ops phase: Drover's JetStream
-	// operations for the same tasks, without Drover's code, overlapped as
-	// far as the contract allows.
-	OpsOverlapped Phase `json:"contract_ops_overlapped"`
-	// Minimal is the minimal worker: overlapped contract-ops with each
-	// task's data made for real, with Drover's encoders and sim but none
-	// of its pipeline (taskData).
-	Minimal Phase `json:"minimal_worker"`
-	// RatioOverlappedPct is Drover's throughput as a percentage of the
-	// floor's.
-	RatioOverlappedPct float64 `json:"ratio_overlapped_pct"`
-	// OpsOverlappedRatioPct is contract-ops' throughput as a percentage of
-	// the floor's, DroverOfOpsOverlappedPct Drover's as a percentage of
-	// contract-ops'.
-	OpsOverlappedRatioPct    float64 `json:"contract_ops_overlapped_ratio_pct"`
-	DroverOfOpsOverlappedPct float64 `json:"drover_of_contract_ops_overlapped_pct"`
-	// DroverOfMinimalPct is Drover's throughput as a percentage of the
-	// minimal worker's: what Drover's pipeline costs. MinimalOfOpsOverlappedPct
-	// is the minimal worker's as a percentage of overlapped contract-ops':
-	// what making the data costs.
-	DroverOfMinimalPct        float64 `json:"drover_of_minimal_worker_pct"`
-	MinimalOfOpsOverlappedPct float64 `json:"minimal_worker_of_contract_ops_overlapped_pct"`
-	Writes                    Writes  `json:"writes"`
-	// Rounds lists every round's ratios when there was more than one; the
-	// phases above are the median round's.
-	Rounds []Round `json:"rounds,omitempty"`
-	// Spread is the ratios' spread over the rounds, with confidence
-	// intervals of their medians, when there was more than one.
-	Spread *RoundSpread `json:"round_spread,omitempty"`
+	Writes      Writes `json:"writes"`
 	// Latency and Cached are the latency and cached phases, when run.
 	Latency *Latency `json:"latency,omitempty"`
 	Cached  *Cached  `json:"cached,omitempty"`
@@ -110,9 +70,9 @@ type Report struct {
 	Agents *Agents `json:"agents,omitempty"`
 }
 
-// newPhase computes throughput and latency percentiles from each task's
+// NewPhase computes throughput and latency percentiles from each task's
 // submit and end times; a zero end time is a task that never ended.
-func newPhase(submit, end []time.Time) Phase {
+func NewPhase(submit, end []time.Time) Phase {
 	var (
 		ph          Phase
 		first, last time.Time
@@ -142,8 +102,8 @@ func newPhase(submit, end []time.Time) Phase {
 	return ph
 }
 
-// setUsage records the CPU time and allocations the phase used.
-func (ph *Phase) setUsage(u usage, n int) {
+// SetUsage records the CPU time and allocations the phase's n tasks used.
+func (ph *Phase) SetUsage(u Usage, n int) {
 	if n <= 0 {
 		return
 	}
@@ -172,23 +132,6 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// finish computes the ratios once the phases ran.
-func (r *Report) finish() {
-	r.RatioOverlappedPct = pct(r.Drover, r.FloorOverlapped)
-	r.OpsOverlappedRatioPct = pct(r.OpsOverlapped, r.FloorOverlapped)
-	r.DroverOfOpsOverlappedPct = pct(r.Drover, r.OpsOverlapped)
-	r.DroverOfMinimalPct = pct(r.Drover, r.Minimal)
-	r.MinimalOfOpsOverlappedPct = pct(r.Minimal, r.OpsOverlapped)
-}
-
-// pct is a's throughput as a percentage of b's (0 when b has none).
-func pct(a, b Phase) float64 {
-	if b.TasksPerSec <= 0 {
-		return 0
-	}
-	return 100 * a.TasksPerSec / b.TasksPerSec
-}
-
 // WriteJSON writes the report as one indented JSON object.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -201,39 +144,18 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "drover bench: %d tasks, pool %d, sync %s, %s server, %s, GOMAXPROCS %d (%d CPUs)\n\n",
 		r.Tasks, r.Concurrency, r.Sync, r.Server, r.GoVersion, r.GOMAXPROCS, r.NumCPU)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\ttasks/s\tp50\tp99\telapsed\tCPU/task\tcores\tallocs/task\tKiB/task\tGCs\tdone\tfailed\tdrover's ratio\t")
-	row := func(name string, p Phase, ratio string) {
-		fmt.Fprintf(tw, "%-26s\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%d\t%d\t%d\t%s\t\n", name, p.TasksPerSec, round(p.P50), round(p.P99),
-			round(p.Elapsed), round(p.CPUPerTask), p.Cores, p.AllocsPerTask, p.AllocBytesPerTask/1024, p.GCCycles, p.Completed, p.Failed, ratio)
-	}
-	row("drover", r.Drover, "")
-	row("contract-ops (overlapped)", r.OpsOverlapped, fmt.Sprintf("%.2f", r.DroverOfOpsOverlappedPct/100))
-	row("minimal worker", r.Minimal, fmt.Sprintf("%.2f", r.DroverOfMinimalPct/100))
-	row("floor (overlapped)", r.FloorOverlapped, fmt.Sprintf("%.2f", r.RatioOverlappedPct/100))
+	fmt.Fprintln(tw, "\ttasks/s\tp50\tp99\telapsed\tCPU/task\tcores\tallocs/task\tKiB/task\tGCs\tdone\tfailed\t")
+	p := r.Drover
+	fmt.Fprintf(tw, "%-8s\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%d\t%d\t%d\t\n", "drover", p.TasksPerSec, round(p.P50), round(p.P99),
+		round(p.Elapsed), round(p.CPUPerTask), p.Cores, p.AllocsPerTask, p.AllocBytesPerTask/1024, p.GCCycles, p.Completed, p.Failed)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nCPU, allocations and GCs (collections) are the whole process's (the embedded server's too); cores = CPU time / elapsed\n")
-	fmt.Fprintf(w, "drover: %.1f%% of the floor (overlapped); target at pool 16 on default sync: >= %.0f%%\n",
-		r.RatioOverlappedPct, TargetRatioPct)
-	fmt.Fprintf(w, "  contract-ops (Drover's JetStream operations, none of its code): %.1f%% of the floor (overlapped)\n",
-		r.OpsOverlappedRatioPct)
-	fmt.Fprintf(w, "  minimal worker (contract-ops with the data made for real by Drover's encoders and sim, none of its pipeline): %.2f of contract-ops (overlapped); drover %.2f of it\n",
-		r.MinimalOfOpsOverlappedPct/100, r.DroverOfMinimalPct/100)
-	writeRounds(w, r.Rounds, r.Spread)
-	fmt.Fprintf(w, "stored writes per task: %.2f including the request, %.2f excluding it (target: <= %.0f); floor %.2f including\n",
-		r.Writes.PerTask, r.Writes.PerTaskExcl, MaxWritesPerTask, r.FloorOverlapped.WritesPerTask)
+	fmt.Fprintf(w, "\neach task timed from its submit to its terminal event read from the audit stream\n")
+	fmt.Fprintf(w, "CPU, allocations and GCs (collections) are the whole process's (the embedded server's too); cores = CPU time / elapsed\n")
+	fmt.Fprintf(w, "stored writes per task: %.2f including the request, %.2f excluding it (target: <= %.0f)\n",
+		r.Writes.PerTask, r.Writes.PerTaskExcl, MaxWritesPerTask)
 	writeStreamWrites(w, r.Writes, r.Tasks)
-	for _, ph := range []struct {
-		name string
-		p    Phase
-	}{
-		{"contract-ops (overlapped)", r.OpsOverlapped}, {"floor (overlapped)", r.FloorOverlapped},
-	} {
-		if err := writeOps(w, ph.name, ph.p.Ops); err != nil {
-			return err
-		}
-	}
 	if r.Latency != nil {
 		writeLatency(w, r.Latency)
 	}
@@ -254,25 +176,6 @@ func writeStreamWrites(w io.Writer, wr Writes, tasks int) {
 		fmt.Fprintf(w, "  %-24s %8d  (%.2f per task)\n", s.Stream, s.Writes, float64(s.Writes)/float64(max(tasks, 1)))
 	}
 	fmt.Fprintf(w, "  %-24s %8d\n", "total", wr.Total)
-}
-
-// writeOps prints a raw phase's per-operation breakdown.
-func writeOps(w io.Writer, name string, ops []OpStat) error {
-	if len(ops) == 0 {
-		return nil
-	}
-	fmt.Fprintf(w, "\nper operation, %s (waited: on the task's critical path; overlapped: in flight with other work):\n", name)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tper task\tmean\tp50\tp99\tmean x per task\t\t")
-	for _, o := range ops {
-		how := "overlapped"
-		if o.Waited {
-			how = "waited"
-		}
-		fmt.Fprintf(tw, "%-24s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", o.Op, o.PerTask, round(o.Mean), round(o.P50), round(o.P99),
-			round(time.Duration(float64(o.Mean)*o.PerTask)), how)
-	}
-	return tw.Flush()
 }
 
 // writeLatency prints the latency phase.
@@ -314,16 +217,9 @@ func writeCached(w io.Writer, c *Cached) error {
 		round(c.Cold.Elapsed), c.Cold.TasksPerSec, round(c.Warm.Elapsed), c.Warm.TasksPerSec, c.Hits, c.Misses, TargetCached1000)
 	fmt.Fprintf(w, "  cached run's stored writes per task: %.2f including the request, %.2f excluding it\n", c.Writes.PerTask, c.Writes.PerTaskExcl)
 	writeStreamWrites(w, c.Writes, c.Tasks)
-	if c.Ops.Elapsed > 0 {
-		fmt.Fprintf(w, "  contract-ops, fully cached (the contract's operations for a cached task, none of Drover's code): %s (%.0f tasks/s), %.2f stored writes per task; drover's ratio %.2f\n",
-			round(c.Ops.Elapsed), c.Ops.TasksPerSec, c.Ops.WritesPerTask, c.Warm.TasksPerSec/c.Ops.TasksPerSec)
-	}
 	if d := c.Disk; d != nil {
 		fmt.Fprintf(w, "  the store's disk: a 1 KiB write and its fsync take p50 %s, p99 %s (%d, one after another); the audit stream syncs its %d events per cached task one after another: at least %s for %d tasks\n",
 			round(d.Writes.P50), round(d.Writes.P99), d.Writes.N, eventsPerCachedTask, round(d.AuditFloor), c.Tasks)
-	}
-	if c.Ops.Elapsed > 0 {
-		return writeOps(w, "contract-ops (fully cached)", c.Ops.Ops)
 	}
 	return nil
 }

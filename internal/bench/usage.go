@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// usage is what the process has used so far: CPU time, heap allocations
+// Usage is what the process has used so far: CPU time, heap allocations
 // and garbage collections (the embedded server's included).
-type usage struct {
+type Usage struct {
 	cpu                time.Duration
 	allocs, bytes, gcs uint64
 }
@@ -21,11 +21,11 @@ const (
 	gcsMetric    = "/gc/cycles/total:gc-cycles"
 )
 
-// measure reads the process's usage now.
-func measure() usage {
+// MeasureUsage reads the process's usage now.
+func MeasureUsage() Usage {
 	s := []metrics.Sample{{Name: allocsMetric}, {Name: bytesMetric}, {Name: gcsMetric}}
 	metrics.Read(s)
-	u := usage{cpu: processCPU()}
+	u := Usage{cpu: processCPU()}
 	for i, dst := range []*uint64{&u.allocs, &u.bytes, &u.gcs} {
 		if s[i].Value.Kind() == metrics.KindUint64 {
 			*dst = s[i].Value.Uint64()
@@ -34,13 +34,13 @@ func measure() usage {
 	return u
 }
 
-// since is the usage from u to now.
-func (u usage) since() usage {
-	now := measure()
-	return usage{cpu: now.cpu - u.cpu, allocs: now.allocs - u.allocs, bytes: now.bytes - u.bytes, gcs: now.gcs - u.gcs}
+// Since is the usage from u to now.
+func (u Usage) Since() Usage {
+	now := MeasureUsage()
+	return Usage{cpu: now.cpu - u.cpu, allocs: now.allocs - u.allocs, bytes: now.bytes - u.bytes, gcs: now.gcs - u.gcs}
 }
 
-// collectHeap collects the heap, empties the embedded server's pools of
+// CollectHeap collects the heap, empties the embedded server's pools of
 // message-block buffers and returns free memory to the system, so a timed
 // phase starts from the memory every other one starts from. Without it a
 // phase inherits what the one before it left:
@@ -57,14 +57,14 @@ func (u usage) since() usage {
 // collection that finds the block's cache unreachable; drainCycles
 // collections, each waiting for the cleanups it made due, leave none
 // pooled, with one to spare for a cleanup that runs late.
-func collectHeap() {
+func CollectHeap() {
 	for range drainCycles {
 		collectAndClean()
 	}
 	debug.FreeOSMemory()
 }
 
-// drainCycles is how many collections collectHeap runs before it returns
+// drainCycles is how many collections CollectHeap runs before it returns
 // free memory to the system.
 const drainCycles = 3
 

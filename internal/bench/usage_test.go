@@ -30,7 +30,7 @@ func TestCollectHeapEmptiesPools(t *testing.T) {
 	pool.Put(pool.Get())
 	require.EqualValues(t, 2, made.Load())
 
-	collectHeap()
+	CollectHeap()
 	pool.Get()
 	pool.Get()
 	require.EqualValues(t, 4, made.Load(), "a block buffer was still pooled after collectHeap")

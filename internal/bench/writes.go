@@ -40,8 +40,8 @@ func writeStreams(n subjects.Names) []string {
 	}
 }
 
-// lastSeqs returns each stream's last sequence (0 for a missing stream).
-func lastSeqs(ctx context.Context, js jetstream.JetStream, streams []string) ([]uint64, error) {
+// LastSeqs returns each stream's last sequence (0 for a missing stream).
+func LastSeqs(ctx context.Context, js jetstream.JetStream, streams []string) ([]uint64, error) {
 	out := make([]uint64, len(streams))
 	for i, name := range streams {
 		s, err := js.Stream(ctx, name)

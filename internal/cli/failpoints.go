@@ -2,7 +2,11 @@
 
 package cli
 
-import "github.com/spf13/pflag"
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/droverhq/drover/internal/pipeline"
+)
 
 // Failpoints reports whether this binary was built with -tags failpoints,
 // the build the fault drills run: only it has serve's fault-injection flags.
@@ -18,4 +22,12 @@ func addFailpointFlags(fl *pflag.FlagSet, f *serveFlags) {
 	_ = fl.MarkHidden("fault-stop-after-commits")
 	fl.IntVar(&f.stopAfterDLQ, "fault-stop-after-dlq", 0, "SIGSTOP this process right after its nth DLQ entry, before the terminal event, for good (fault drills kill it)")
 	_ = fl.MarkHidden("fault-stop-after-dlq")
+}
+
+// setFailpoints sets the pipeline's failpoints from serve's fault-drill
+// flags: a SIGSTOP right after the nth state write (commits), before its
+// events are published, or right after the nth DLQ entry (dlq), before the
+// terminal event; 0 sets none.
+func setFailpoints(commits, dlq int) {
+	pipeline.SetFailpoints(stopAfterCommits(commits), haltAfter(dlq))
 }

@@ -12,8 +12,5 @@ const Failpoints = false
 // and so no DROVER_* variable for them either.
 func addFailpointFlags(*pflag.FlagSet, *serveFlags) {}
 
-// stopAfterCommits is never set in a release build.
-func stopAfterCommits(int) func() { return nil }
-
-// haltAfter is never set in a release build.
-func haltAfter(int) func() { return nil }
+// setFailpoints sets nothing: a release build has no failpoints.
+func setFailpoints(int, int) {}

@@ -238,6 +238,7 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 	if err != nil {
 		return err
 	}
+	setFailpoints(f.stopAfter, f.stopAfterDLQ) // fault drills: only in a build with -tags failpoints
 	w, err := worker.New(nc, worker.Config{
 		Names:       g.names,
 		Queues:      f.queues,
@@ -266,11 +267,8 @@ func serve(ctx context.Context, g *globals, f serveFlags, runners runner.Set) er
 		ExecRunners:  f.execRoles,
 		Pipeline: pipeline.Config{
 			Worker: id, RoleTimeout: f.roleTimeout, RetryBase: f.retryBase, RetryMax: f.retryMax,
-			Limits:      subjects.Limits{MaxBytes: f.maxBody},
-			AfterCommit: stopAfterCommits(f.stopAfter),
-			OnRoleGap:   metrics.RoleGap, OnSubmitToStart: metrics.SubmitToStart,
-			AfterDLQ: haltAfter(f.stopAfterDLQ),
-			Review:   pipeline.ReviewPolicy{Mode: f.review.Mode, Queues: f.review.Queues, ExpireAfter: f.review.ExpireAfter},
+			Limits: subjects.Limits{MaxBytes: f.maxBody},
+			Review: pipeline.ReviewPolicy{Mode: f.review.Mode, Queues: f.review.Queues, ExpireAfter: f.review.ExpireAfter},
 		},
 	})
 	if err != nil {

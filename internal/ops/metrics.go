@@ -158,13 +158,13 @@ func (m *Metrics) LiveLine(published bool) {
 func (m *Metrics) AuditPublished(d time.Duration) { m.auditPublish.Observe(d.Seconds()) }
 
 // RoleGap observes the time between one role's runner returning and role's
-// runner starting (pipeline.Config.OnRoleGap).
+// runner starting (pipeline.Metrics).
 func (m *Metrics) RoleGap(role subjects.Role, d time.Duration) {
 	m.roleGap.WithLabelValues(string(role)).Observe(d.Seconds())
 }
 
 // SubmitToStart observes the time from a request being stored to its
-// planner starting (pipeline.Config.OnSubmitToStart).
+// planner starting (pipeline.Metrics).
 func (m *Metrics) SubmitToStart(d time.Duration) { m.submitStart.Observe(d.Seconds()) }
 
 // DLQWritten counts a DLQ entry this worker stored.

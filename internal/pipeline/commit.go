@@ -94,9 +94,7 @@ func (p *Pipeline) commitState(ctx context.Context, t *taskRun, mutate func(*sub
 		}
 		return err
 	}
-	if p.cfg.AfterCommit != nil {
-		p.cfg.AfterCommit()
-	}
+	afterCommit()
 	p.settlePuts(ctx, t)
 	return nil
 }
@@ -269,9 +267,7 @@ func (p *Pipeline) publishDLQ(ctx context.Context, d consumers.Msg, reason subje
 	if !ack.Duplicate {
 		p.d.Metrics.DLQWritten(reason)
 	}
-	if p.cfg.AfterDLQ != nil {
-		p.cfg.AfterDLQ()
-	}
+	afterDLQ()
 	return nil
 }
 

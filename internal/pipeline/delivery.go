@@ -210,7 +210,7 @@ func (p *Pipeline) deliverApproved(ctx context.Context, t *taskRun, a approved, 
 	if err != nil {
 		return p.errOutcome(t, err)
 	}
-	p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskCompleted)
+	p.d.Metrics.TaskDone(subjects.EventTaskCompleted)
 	return consumers.Outcome{Action: consumers.Ack, Terminal: subjects.EventTaskCompleted}
 }
 

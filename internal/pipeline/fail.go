@@ -87,7 +87,7 @@ func (p *Pipeline) fail(ctx context.Context, t *taskRun, attempt int, reason sub
 	if err != nil {
 		return p.errOutcome(t, err)
 	}
-	p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskFailed)
+	p.d.Metrics.TaskDone(subjects.EventTaskFailed)
 	p.learn(ctx, t, failedRole(t), attempt, string(reason), text, "", subjects.EventTaskFailed)
 	p.taskLog(t, failedRole(t)).Warn("task failed", "reason", reason, "err", text)
 	return consumers.Outcome{Action: consumers.Term, Terminal: subjects.EventTaskFailed, Reason: reason}

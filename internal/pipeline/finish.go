@@ -127,7 +127,7 @@ func (p *Pipeline) CompleteParked(ctx context.Context, cur state.Task, want stri
 	if err != nil {
 		return state.Task{}, decidedErr(err)
 	}
-	p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskCompleted)
+	p.d.Metrics.TaskDone(subjects.EventTaskCompleted)
 	return state.Task{TaskState: t.st, Revision: t.rev}, nil
 }
 

@@ -114,7 +114,7 @@ func (p *Pipeline) cancel(ctx context.Context, t *taskRun, reason string, pendin
 	if err != nil {
 		return p.errOutcome(t, err)
 	}
-	p.terminal(t.req.Workflow, t.req.ID, subjects.EventTaskCancelled)
+	p.d.Metrics.TaskDone(subjects.EventTaskCancelled)
 	return consumers.Outcome{Action: consumers.Term, Terminal: subjects.EventTaskCancelled}
 }
 

@@ -21,14 +21,13 @@ type Metrics interface {
 	// DLQWritten counts a DLQ entry this worker stored (a publish the
 	// server took as a duplicate is not counted).
 	DLQWritten(reason subjects.Reason)
-}
-
-// terminal records a terminal event this worker wrote.
-func (p *Pipeline) terminal(workflow, task string, et subjects.EventType) {
-	p.d.Metrics.TaskDone(et)
-	if p.cfg.OnTerminal != nil {
-		p.cfg.OnTerminal(workflow, task, et)
-	}
+	// RoleGap observes, as a role's runner starts, how long ago the
+	// previous runner of the same delivery returned: the overhead between
+	// two roles (see observe.go).
+	RoleGap(role subjects.Role, gap time.Duration)
+	// SubmitToStart observes, as the planner's runner starts on a task's
+	// first delivery, how long ago the server stored the request.
+	SubmitToStart(d time.Duration)
 }
 
 type nopMetrics struct{}
@@ -38,3 +37,5 @@ func (nopMetrics) TaskDone(subjects.EventType)                                {}
 func (nopMetrics) CachePutFailed()                                            {}
 func (nopMetrics) AuditPublished(time.Duration)                               {}
 func (nopMetrics) DLQWritten(subjects.Reason)                                 {}
+func (nopMetrics) RoleGap(subjects.Role, time.Duration)                       {}
+func (nopMetrics) SubmitToStart(time.Duration)                                {}

@@ -90,24 +90,6 @@ type Config struct {
 	Now func() time.Time
 	// Review is the review gate (default: off for every queue).
 	Review ReviewPolicy
-	// AfterCommit, when set, runs after each state write and before its
-	// outbox is published: a failpoint for fault drills.
-	AfterCommit func()
-	// AfterDLQ, when set, runs after each DLQ entry is stored and before
-	// the terminal event and the settling of its message: a failpoint.
-	AfterDLQ func()
-	// OnTerminal, when set, is told of each terminal event this worker
-	// wrote, once it is in the audit stream and before the message is
-	// settled; benchmarks time tasks with it. It must not block.
-	OnTerminal func(workflow, task string, terminal subjects.EventType)
-	// OnRoleGap, when set, is told, as a role's runner starts, how long
-	// ago the previous runner of the same delivery returned: the overhead
-	// between two roles (see observe.go). It must not block.
-	OnRoleGap func(role subjects.Role, gap time.Duration)
-	// OnSubmitToStart, when set, is told, as the planner's runner starts
-	// on a task's first delivery, how long ago the server stored the
-	// request. It must not block.
-	OnSubmitToStart func(d time.Duration)
 }
 
 func (c Config) withDefaults() Config {

@@ -33,7 +33,7 @@ func (p *Pipeline) reject(ctx context.Context, d consumers.Msg, rej *subjects.Re
 	if _, err := p.d.Publisher.PublishEvent(ctx, ev, traceparentOf(d), false, 0); err != nil {
 		return p.nakOutcome(log, d, err)
 	}
-	p.terminal(wf, task, subjects.EventTaskRejected)
+	p.d.Metrics.TaskDone(subjects.EventTaskRejected)
 	log.Warn("task rejected", "reason", rej.Reason, "err", rej.Msg)
 	return consumers.Outcome{Action: consumers.Term, Terminal: subjects.EventTaskRejected, Reason: rej.Reason}
 }

@@ -72,6 +72,18 @@ func (c *counts) DLQWritten(reason subjects.Reason) {
 	}
 }
 
+func (c *counts) RoleGap(role subjects.Role, gap time.Duration) {
+	if c.next != nil {
+		c.next.RoleGap(role, gap)
+	}
+}
+
+func (c *counts) SubmitToStart(d time.Duration) {
+	if c.next != nil {
+		c.next.SubmitToStart(d)
+	}
+}
+
 // Status is what the worker's status endpoint answers: who it is, its pool,
 // and the tasks it ended and cache lookups it made since it started.
 func (w *Worker) Status() status.WorkerStatus {

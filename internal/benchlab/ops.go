@@ -1,4 +1,4 @@
-package bench
+package benchlab
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/bench"
 	"github.com/droverhq/drover/internal/broker"
-	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -43,15 +43,15 @@ const opsSampleTask = 1000
 func newOpsValues(m *dataMaker) (opsValues, error) {
 	msg, err := m.request(opsSampleTask)
 	if err != nil {
-		return opsValues{}, fmt.Errorf("bench: contract-ops sample request: %w", err)
+		return opsValues{}, fmt.Errorf("benchlab: contract-ops sample request: %w", err)
 	}
 	d, err := m.make(context.Background(), opsSampleTask, msg.Data, "", "")
 	if err != nil {
-		return opsValues{}, fmt.Errorf("bench: contract-ops sample data: %w", err)
+		return opsValues{}, fmt.Errorf("benchlab: contract-ops sample data: %w", err)
 	}
 	cached, err := cachedState(d.first, d.mid, d.final)
 	if err != nil {
-		return opsValues{}, fmt.Errorf("bench: contract-ops sample data: %w", err)
+		return opsValues{}, fmt.Errorf("benchlab: contract-ops sample data: %w", err)
 	}
 	v := opsValues{first: padded(len(d.first), "state", "running"), mid: padded(len(d.mid), "state", "running"),
 		final: padded(len(d.final), "state", "completed"), cached: padded(len(cached), "state", "completed")}
@@ -99,11 +99,11 @@ func padded(n int, key, value string) []byte {
 // CPU). Its throughput is the most an implementation of the contract
 // making those operations reaches on this server with this pool; Drover's
 // share of it is what Drover's own code costs.
-func runOps(ctx context.Context, cfg Config, url string) (Phase, error) {
+func runOps(ctx context.Context, cfg Config, url string) (Result, error) {
 	m := newDataMaker(cfg)
 	v, err := newOpsValues(m)
 	if err != nil {
-		return Phase{}, err
+		return Result{}, err
 	}
 	return newTaskPhase(cfg, m, "contract-ops (overlapped)", "opsx", func(t *opsTask, _ []byte) error {
 		t.v = v
@@ -126,7 +126,7 @@ func newTaskPhase(cfg Config, m *dataMaker, name, tag string, work func(t *opsTa
 // runMinimal runs the minimal worker's phase: contract-ops (overlapped)
 // with each task's data made for real (taskData), from requests submitted
 // as a producer publishes them.
-func runMinimal(ctx context.Context, cfg Config, url string) (Phase, error) {
+func runMinimal(ctx context.Context, cfg Config, url string) (Result, error) {
 	m := newDataMaker(cfg)
 	return newTaskPhase(cfg, m, "minimal worker", "min", func(t *opsTask, body []byte) (err error) {
 		if t.data, err = m.make(t.ctx, t.i, body, t.r.auditTo, t.key); err != nil {
@@ -144,11 +144,11 @@ func runMinimal(ctx context.Context, cfg Config, url string) (Phase, error) {
 // key depends on the role before), the one state write, the five fenced
 // audit events one after another, the ack. The cache is filled before the
 // phase, untimed. It is the floor of Drover's cached run on this server.
-func runOpsCached(ctx context.Context, cfg Config, url string) (Phase, error) {
+func runOpsCached(ctx context.Context, cfg Config, url string) (Result, error) {
 	m := newDataMaker(cfg)
 	v, err := newOpsValues(m)
 	if err != nil {
-		return Phase{}, err
+		return Result{}, err
 	}
 	r := newTaskPhase(cfg, m, "contract-ops (fully cached)", "opsc", func(t *opsTask, _ []byte) error {
 		t.v = v
@@ -164,14 +164,14 @@ func runOpsCached(ctx context.Context, cfg Config, url string) (Phase, error) {
 					return fmt.Errorf("filling the cache: %w", err)
 				}
 				if futures = append(futures, f); len(futures) == cap(futures) {
-					if err := checkAcks(ctx, r.js, futures); err != nil {
+					if err := bench.CheckAcks(ctx, r.js, futures); err != nil {
 						return fmt.Errorf("filling the cache: %w", err)
 					}
 					futures = futures[:0]
 				}
 			}
 		}
-		if err := checkAcks(ctx, r.js, futures); err != nil {
+		if err := bench.CheckAcks(ctx, r.js, futures); err != nil {
 			return fmt.Errorf("filling the cache: %w", err)
 		}
 		return nil
@@ -239,7 +239,7 @@ type put struct {
 // stateGet reads the task's state, which a cold task does not have yet.
 func (t *opsTask) stateGet() error {
 	start := time.Now()
-	if _, err := t.r.direct[0].Get(t.ctx, t.key); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := t.r.kv[0].Get(t.ctx, t.key); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("state get %s: want no state, got %v", t.key, err)
 	}
 	t.r.ops.since("state get (claim read)", start)
@@ -249,7 +249,7 @@ func (t *opsTask) stateGet() error {
 // lookup is a role's cache lookup (a miss), then, the role having run, the
 // asynchronous put of its result.
 func (t *opsTask) lookup(r int) (put, error) {
-	cache := t.r.direct[1]
+	cache := t.r.kv[1]
 	var k string
 	var entry []byte
 	if t.data != nil {
@@ -284,7 +284,7 @@ func (t *opsTask) settle(ps ...put) error {
 func (t *opsTask) hit(role int) error {
 	k := cacheKey(role, t.i)
 	start := time.Now()
-	if _, err := t.r.direct[1].Get(t.ctx, k); err != nil {
+	if _, err := t.r.kv[1].Get(t.ctx, k); err != nil {
 		return fmt.Errorf("cache get %s: want a hit: %w", k, err)
 	}
 	t.r.ops.since("cache get (hit)", start)
@@ -302,7 +302,7 @@ func (t *opsTask) create() (uint64, error) {
 // createWith is a state create with value.
 func (t *opsTask) createWith(value []byte) (uint64, error) {
 	start := time.Now()
-	rev, err := t.r.direct[0].Create(t.ctx, t.key, value)
+	rev, err := t.r.kv[0].Create(t.ctx, t.key, value)
 	if err != nil {
 		return 0, fmt.Errorf("state create %s: %w", t.key, err)
 	}
@@ -323,7 +323,7 @@ func (t *opsTask) update(rev uint64, mid bool) (uint64, error) {
 		value = t.data.final
 	}
 	start := time.Now()
-	rev, err := t.r.direct[0].Update(t.ctx, t.key, value, rev)
+	rev, err := t.r.kv[0].Update(t.ctx, t.key, value, rev)
 	if err != nil {
 		return 0, fmt.Errorf("state update %s: %w", t.key, err)
 	}
@@ -399,12 +399,12 @@ func (t *opsTask) send(msg *nats.Msg, id string) error {
 	fence := [...]string{strconv.FormatUint(t.seq, 10), t.fence}
 	msg.Header[jetstream.ExpectedLastSubjSeqHeader] = fence[0:1:1]
 	msg.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = fence[1:2:2]
-	ack, err := jsapi.Publish(t.ctx, t.r.js, msg)
+	ack, err := t.r.js.PublishMsg(t.ctx, msg)
 	if err != nil {
 		return fmt.Errorf("audit publish %s: %w", id, err)
 	}
 	t.r.ops.since("audit publish (fenced)", start)
-	t.seq = ack.Seq
+	t.seq = ack.Sequence
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package bench
+package benchlab
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/bench"
 	"github.com/droverhq/drover/internal/cache"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/runner"
@@ -55,7 +56,8 @@ type dataMaker struct {
 
 // newDataMaker makes the data of the tasks of a fresh workflow.
 func newDataMaker(cfg Config) *dataMaker {
-	return &dataMaker{names: cfg.Names, wf: newWorkflowID(),
+	cfg = withDefaults(cfg)
+	return &dataMaker{names: cfg.Names, wf: bench.NewWorkflowID(),
 		pub: audit.NewPublisher(nil, cfg.Names), sim: runner.NewSim(runner.SimOptions{}),
 		limits: subjects.Limits{MaxBytes: subjects.DefaultMaxBodyBytes}}
 }
@@ -63,7 +65,7 @@ func newDataMaker(cfg Config) *dataMaker {
 // request is task i's request as a producer publishes it: the body and
 // headers of producer.Msg.
 func (m *dataMaker) request(i int) (*nats.Msg, error) {
-	return producer.Msg(m.names, Queue, benchRequest(m.wf, i, coldScope(m.wf)))
+	return producer.Msg(m.names, bench.Queue, bench.ColdRequests(m.wf)(i))
 }
 
 // index is the i of a request, from its Nats-Msg-Id ("<workflow>/t<i>").
@@ -72,7 +74,7 @@ func (m *dataMaker) index(msg jetstream.Msg) (int, bool) {
 	if !ok || wf != subjects.IDToken(m.wf) {
 		return 0, false
 	}
-	return taskIndex(task, math.MaxInt)
+	return bench.TaskIndex(task, math.MaxInt)
 }
 
 // make is the data of task i, whose request is body; auditTo and key make
@@ -86,11 +88,11 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 	now := time.Now().UTC()
 	d := &taskData{}
 	st := subjects.TaskState{Workflow: req.Workflow, Task: req.ID, State: subjects.StateRunning, Attempt: 1,
-		Outputs: make(map[subjects.Role]string, 3), UpdatedAt: now, Worker: benchWorker, Queue: Queue,
+		Outputs: make(map[subjects.Role]string, 3), UpdatedAt: now, Worker: bench.WorkerName, Queue: bench.Queue,
 		StreamSeq: uint64(i + 1), Delivery: 1, Type: req.Type, StartedAt: now}
 	newEvent := func(et subjects.EventType, actor subjects.Actor) *subjects.AuditEvent {
 		return &subjects.AuditEvent{EventID: subjects.EventID(req.Workflow, req.ID, 1, actor, et, 0), EventType: et,
-			WorkflowID: req.Workflow, TaskID: req.ID, Actor: actor, Attempt: 1, Timestamp: now, Status: subjects.StatusSuccess, Worker: benchWorker}
+			WorkflowID: req.Workflow, TaskID: req.ID, Actor: actor, Attempt: 1, Timestamp: now, Status: subjects.StatusSuccess, Worker: bench.WorkerName}
 	}
 	var (
 		outbox []subjects.OutboxItem
@@ -117,7 +119,7 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 	}
 	ev := newEvent(subjects.EventTaskAccepted, subjects.ActorSystem)
 	ev.Action, ev.Input = "accepted", input
-	md := subjects.AppendJSONString([]byte(`{"queue":`), Queue)
+	md := subjects.AppendJSONString([]byte(`{"queue":`), bench.Queue)
 	ev.Metadata = append(strconv.AppendInt(append(md, `,"stream_seq":`...), int64(i+1), 10), '}')
 	if err := add(ev); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package bench
+package benchlab
 
 import (
 	"context"
@@ -32,7 +32,7 @@ import (
 // of its own before it commits it, so the batch costs more fsyncs, not
 // fewer: this is why Drover publishes events one by one.
 //
-//	go test -run '^$' -bench AuditEventsPerTask -benchtime 3x ./internal/bench/
+//	go test -run '^$' -bench AuditEventsPerTask -benchtime 3x ./internal/benchlab/
 func BenchmarkAuditEventsPerTask(b *testing.B) {
 	const tasks, events, publishers = 1000, 5, 16
 	srv := natstest.Server(b)

@@ -1,4 +1,4 @@
-package bench
+package benchlab
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // does: the audit publish is sent asynchronously before the KV get and put
 // and waited for only before the ack, so the task is acked only once its
 // audit event is stored.
-func runFloor(ctx context.Context, cfg Config, url string) (Phase, error) {
+func runFloor(ctx context.Context, cfg Config, url string) (Result, error) {
 	return newRaw(cfg, "floor (overlapped)", "floorx", 1, floorWork).run(ctx, url)
 }
 
@@ -57,12 +57,12 @@ func floorMsg(r *raw, i int) *nats.Msg {
 func floorKV(ctx context.Context, r *raw, i int) error {
 	key := "t" + strconv.Itoa(i)
 	start := time.Now()
-	if _, err := r.direct[0].Get(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := r.kv[0].Get(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("kv get: %w", err)
 	}
 	r.ops.since("kv get", start)
 	start = time.Now()
-	if _, err := r.direct[0].Put(ctx, key, floorState); err != nil {
+	if _, err := r.kv[0].Put(ctx, key, floorState); err != nil {
 		return fmt.Errorf("kv put: %w", err)
 	}
 	r.ops.since("kv put", start)

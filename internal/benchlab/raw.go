@@ -1,4 +1,4 @@
-package bench
+package benchlab
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/droverhq/drover/consumers"
+	"github.com/droverhq/drover/internal/bench"
 	"github.com/droverhq/drover/internal/broker"
-	"github.com/droverhq/drover/internal/jsapi"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -37,9 +37,9 @@ type rawWork func(ctx context.Context, r *raw, i int, body []byte) error
 // deployment's prefix (apart from Drover's own), with the settings of
 // Drover's (the server's work for a message depends on them), a durable
 // pull consumer with Drover's settings, a pool of the worker's size that
-// fetches only for free slots, and its synchronous publishes and KV reads
-// and writes made as Drover's pipeline makes them (jsapi). Its streams and
-// buckets are removed afterwards.
+// fetches only for free slots, and its publishes and KV reads and writes
+// made with the jetstream package, as Drover's pipeline makes them. Its
+// streams and buckets are removed afterwards.
 type raw struct {
 	name              string // the phase, in errors
 	cfg               Config
@@ -50,8 +50,7 @@ type raw struct {
 	taskSubj, auditTo string          // the task subject; the audit subject prefix
 	taskStreamSubj    []string        // the tasks stream's subjects, as Drover's: one per queue, scheduled retries
 	kv                []jetstream.KeyValue
-	direct            []*jsapi.Bucket // kv, read and written as Drover's pipeline does
-	ops               *opTimes        // per-operation latencies
+	ops               *opTimes // per-operation latencies
 	work              rawWork
 	prepare           func(ctx context.Context, r *raw) error // before the submit, untimed; may be nil
 	prepared          uint64                                  // the writes prepare made, not counted
@@ -69,11 +68,12 @@ type raw struct {
 
 // newRaw names a raw phase's streams and buckets after its tag.
 func newRaw(cfg Config, name, tag string, buckets int, work rawWork) *raw {
+	cfg = withDefaults(cfg)
 	p, up := cfg.Names.Prefix(), strings.ToUpper(cfg.Names.Prefix())
 	r := &raw{
 		name: name, cfg: cfg, work: work,
 		tasks: up + "_BENCH_" + strings.ToUpper(tag), audit: up + "_BENCH_" + strings.ToUpper(tag) + "_AUDIT",
-		taskSubj: p + ".bench_" + tag + ".tasks." + Queue, auditTo: p + ".bench_" + tag + ".audit.",
+		taskSubj: p + ".bench_" + tag + ".tasks." + bench.Queue, auditTo: p + ".bench_" + tag + ".audit.",
 		taskStreamSubj: []string{p + ".bench_" + tag + ".tasks.*", p + ".bench_" + tag + ".tasks.*.retry.>"},
 		end:            make([]time.Time, cfg.Tasks), handled: make([]atomic.Bool, cfg.Tasks), allDone: make(chan struct{}),
 		ops: newOpTimes(),
@@ -86,39 +86,39 @@ func newRaw(cfg Config, name, tag string, buckets int, work rawWork) *raw {
 
 // run runs the phase: it submits the messages, lets the pool work them off
 // and measures the throughput, the latencies and the process's CPU.
-func (r *raw) run(ctx context.Context, url string) (Phase, error) {
-	ncW, err := connect(url, r.name+" worker", r.cfg.Options)
+func (r *raw) run(ctx context.Context, url string) (Result, error) {
+	ncW, err := bench.Connect(url, r.name+" worker", r.cfg.Options)
 	if err != nil {
-		return Phase{}, err
+		return Result{}, err
 	}
 	defer ncW.Close()
-	ncP, err := connect(url, r.name+" producer", r.cfg.Options)
+	ncP, err := bench.Connect(url, r.name+" producer", r.cfg.Options)
 	if err != nil {
-		return Phase{}, err
+		return Result{}, err
 	}
 	defer ncP.Close()
 	if r.js, err = jetstream.New(ncW, jetstream.WithPublishAsyncMaxPending(rawAsyncWindow)); err != nil {
-		return Phase{}, fmt.Errorf("bench: jetstream: %w", err)
+		return Result{}, fmt.Errorf("benchlab: jetstream: %w", err)
 	}
 	jsP, err := jetstream.New(ncP)
 	if err != nil {
-		return Phase{}, fmt.Errorf("bench: jetstream: %w", err)
+		return Result{}, fmt.Errorf("benchlab: jetstream: %w", err)
 	}
 	r.remove(ctx)
 	defer r.remove(context.WithoutCancel(ctx))
 	cons, err := r.create(ctx)
 	if err != nil {
-		return Phase{}, err
+		return Result{}, err
 	}
 	if r.prepare != nil {
 		if err := r.prepare(ctx, r); err != nil {
-			return Phase{}, fmt.Errorf("bench: %s: %w", r.name, err)
+			return Result{}, fmt.Errorf("benchlab: %s: %w", r.name, err)
 		}
 		if r.prepared, err = r.writes(ctx); err != nil {
-			return Phase{}, err
+			return Result{}, err
 		}
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Timeout, errTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Timeout, bench.ErrTimeout)
 	defer cancel()
 	ctx, r.fail = context.WithCancelCause(ctx)
 	defer r.fail(nil)
@@ -129,37 +129,27 @@ func (r *raw) run(ctx context.Context, url string) (Phase, error) {
 	wg.Add(1)
 	go func() { defer wg.Done(); r.fetchLoop(fetchCtx, ctx, cons, pl) }()
 	submit := make([]time.Time, r.cfg.Tasks)
-	collectHeap()
-	stopProfile, err := startProfile(r.cfg, nil, r.name)
-	if err != nil {
-		stopFetch()
-		wg.Wait()
-		return Phase{}, err
-	}
-	use := measure()
+	bench.CollectHeap()
+	use := bench.MeasureUsage()
 	err = r.submit(ctx, jsP, submit)
 	if err == nil {
 		select {
 		case <-r.allDone:
 		case <-ctx.Done():
-			err = fmt.Errorf("bench: %s phase: %w", r.name, context.Cause(ctx))
+			err = fmt.Errorf("benchlab: %s phase: %w", r.name, context.Cause(ctx))
 		}
 	}
-	used := use.since()
-	if perr := stopProfile(); perr != nil && err == nil {
-		err = fmt.Errorf("bench: %s phase: cpu profile: %w", r.name, perr)
-	}
+	used := use.Since()
 	stopFetch()
 	wg.Wait()
 	pl.Wait(context.Background())
 	if err != nil {
-		return Phase{}, err
+		return Result{}, err
 	}
-	ph := newPhase(submit, r.end)
-	ph.setUsage(used, r.cfg.Tasks)
-	ph.Ops = r.ops.stats(r.cfg.Tasks)
-	ph.WritesPerTask, err = r.writesPerTask(ctx)
-	return ph, err
+	res := Result{Phase: bench.NewPhase(submit, r.end), Ops: r.ops.stats(r.cfg.Tasks)}
+	res.SetUsage(used, r.cfg.Tasks)
+	res.WritesPerTask, err = r.writesPerTask(ctx)
+	return res, err
 }
 
 // create makes the phase's work-queue stream, append-only audit-like
@@ -174,7 +164,7 @@ func (r *raw) create(ctx context.Context) (jetstream.Consumer, error) {
 		{Name: r.audit, Subjects: []string{r.auditTo + ">"}, Storage: jetstream.FileStorage, Duplicates: broker.DefaultDuplicateWindow, DenyDelete: true, DenyPurge: true},
 	} {
 		if _, err := broker.CreateStream(ctx, r.js, sc); err != nil {
-			return nil, fmt.Errorf("bench: %s stream %s: %w", r.name, sc.Name, err)
+			return nil, fmt.Errorf("benchlab: %s stream %s: %w", r.name, sc.Name, err)
 		}
 	}
 	for i, b := range r.buckets {
@@ -184,10 +174,9 @@ func (r *raw) create(ctx context.Context) (jetstream.Consumer, error) {
 		}
 		kv, err := r.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, History: 1, Storage: jetstream.FileStorage, TTL: ttl})
 		if err != nil {
-			return nil, fmt.Errorf("bench: %s bucket %s: %w", r.name, b, err)
+			return nil, fmt.Errorf("benchlab: %s bucket %s: %w", r.name, b, err)
 		}
 		r.kv = append(r.kv, kv)
-		r.direct = append(r.direct, jsapi.NewBucket(r.js, kv))
 	}
 	cons, err := r.js.CreateConsumer(ctx, r.tasks, jetstream.ConsumerConfig{
 		Durable: "bench", FilterSubject: r.taskSubj, DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -195,7 +184,7 @@ func (r *raw) create(ctx context.Context) (jetstream.Consumer, error) {
 		MaxAckPending: max(broker.DefaultMaxAckPending, r.cfg.Concurrency),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bench: %s consumer: %w", r.name, err)
+		return nil, fmt.Errorf("benchlab: %s consumer: %w", r.name, err)
 	}
 	return cons, nil
 }
@@ -222,14 +211,14 @@ func (r *raw) submit(ctx context.Context, js jetstream.JetStream, submit []time.
 	for i := range submit {
 		msg, err := r.message(i)
 		if err != nil {
-			return fmt.Errorf("bench: %s request %d: %w", r.name, i, err)
+			return fmt.Errorf("benchlab: %s request %d: %w", r.name, i, err)
 		}
 		submit[i] = time.Now()
 		if futures[i], err = js.PublishMsgAsync(msg); err != nil {
-			return fmt.Errorf("bench: %s submit %d: %w", r.name, i, err)
+			return fmt.Errorf("benchlab: %s submit %d: %w", r.name, i, err)
 		}
 	}
-	return checkAcks(ctx, js, futures)
+	return bench.CheckAcks(ctx, js, futures)
 }
 
 // message is the phase's message i.
@@ -270,7 +259,7 @@ func (r *raw) fetchLoop(fetchCtx, workCtx context.Context, cons jetstream.Consum
 			pl.Release()
 		}
 		if err != nil && fetchCtx.Err() == nil {
-			r.fail(fmt.Errorf("bench: %s fetch: %w", r.name, err))
+			r.fail(fmt.Errorf("benchlab: %s fetch: %w", r.name, err))
 			return
 		}
 	}
@@ -299,18 +288,18 @@ func (r *raw) fetch(fetchCtx, workCtx context.Context, cons jetstream.Consumer, 
 func (r *raw) handle(ctx context.Context, msg jetstream.Msg) {
 	i, ok := r.indexOf(msg)
 	if !ok || i < 0 || i >= len(r.end) {
-		r.fail(fmt.Errorf("bench: %s message %.80q is not one of the bench's", r.name, msg.Data()))
+		r.fail(fmt.Errorf("benchlab: %s message %.80q is not one of the bench's", r.name, msg.Data()))
 		return
 	}
 	if err := r.work(ctx, r, i, msg.Data()); err != nil {
-		r.fail(fmt.Errorf("bench: %s: %w", r.name, err))
+		r.fail(fmt.Errorf("benchlab: %s: %w", r.name, err))
 		return
 	}
 	start := time.Now()
 	err := msg.Ack()
 	r.ops.since("ack", start)
 	if err != nil {
-		r.fail(fmt.Errorf("bench: %s ack: %w", r.name, err))
+		r.fail(fmt.Errorf("benchlab: %s ack: %w", r.name, err))
 		return
 	}
 	if !r.handled[i].CompareAndSwap(false, true) {
@@ -339,7 +328,7 @@ func (r *raw) writes(ctx context.Context) (uint64, error) {
 	for _, b := range r.buckets {
 		streams = append(streams, "KV_"+b)
 	}
-	seqs, err := lastSeqs(ctx, r.js, streams)
+	seqs, err := bench.LastSeqs(ctx, r.js, streams)
 	if err != nil {
 		return 0, err
 	}

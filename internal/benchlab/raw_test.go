@@ -1,4 +1,4 @@
-package bench
+package benchlab
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/bench"
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/natstest"
 )
@@ -25,7 +26,7 @@ func TestRawPhasesHaveDroversSettings(t *testing.T) {
 	defer cancel()
 	cfg := phaseConfig(t, srv.ClientURL())
 	res := natstest.Provision(t, ctx, js, broker.Settings{Names: cfg.Names})
-	drover, err := broker.EnsureConsumer(ctx, js, cfg.Names, Queue, broker.ConsumerSettings{}, natstest.Quiet())
+	drover, err := broker.EnsureConsumer(ctx, js, cfg.Names, bench.Queue, broker.ConsumerSettings{}, natstest.Quiet())
 	require.NoError(t, err)
 
 	r := newTaskPhase(cfg, newDataMaker(cfg), "contract-ops (overlapped)", "opsx", nil)

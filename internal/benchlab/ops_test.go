@@ -1,4 +1,4 @@
-package bench
+package benchlab
 
 import (
 	"context"
@@ -20,8 +20,7 @@ import (
 // header keys and values as long (Drover-Prev empty on the first event and
 // a link's length after it).
 func TestOpsStoresDroversSizesAndHeaders(t *testing.T) {
-	cfg, err := Config{Tasks: 3}.withDefaults()
-	require.NoError(t, err)
+	cfg := withDefaults(Config{Tasks: 3})
 	m := newDataMaker(cfg)
 	v, err := newOpsValues(m)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package bench
+package benchlab
 
 import (
 	"context"
@@ -18,8 +18,7 @@ import (
 // cache entries that decode to the sim's results under their keys, and two
 // states whose outboxes hold the events of each commit.
 func TestTaskDataIsATasksRecord(t *testing.T) {
-	cfg, err := Config{Tasks: 3}.withDefaults()
-	require.NoError(t, err)
+	cfg := withDefaults(Config{Tasks: 3})
 	m := newDataMaker(cfg)
 	msg, err := m.request(2)
 	require.NoError(t, err)
@@ -89,9 +88,7 @@ func TestTaskDataIsATasksRecord(t *testing.T) {
 // BenchmarkTaskData is what making one task's data costs on its own: the
 // minimal worker's work per task beyond contract-ops' operations.
 func BenchmarkTaskData(b *testing.B) {
-	cfg, err := Config{Tasks: 1}.withDefaults()
-	require.NoError(b, err)
-	m := newDataMaker(cfg)
+	m := newDataMaker(Config{Tasks: 1})
 	msg, err := m.request(7)
 	require.NoError(b, err)
 	b.ReportAllocs()
