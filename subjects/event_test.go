@@ -1,7 +1,9 @@
 package subjects_test
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,4 +40,24 @@ func TestRedrivenEventNames(t *testing.T) {
 		n.AuditSubject("board-T1", "T1.1", subjects.ActorHuman, subjects.EventTaskRedriven))
 	assert.Equal(t, "board-T1/T1=2E1/0/human/task_redriven/12",
 		subjects.EventID("board-T1", "T1.1", 0, subjects.ActorHuman, subjects.EventTaskRedriven, 12))
+}
+
+// BenchmarkEncodeEvent encodes a judge's verdict the size of a typical
+// role's event, as every role result is encoded for the outbox.
+func BenchmarkEncodeEvent(b *testing.B) {
+	ev := subjects.AuditEvent{
+		EventID: "wf/t1234/1/judge/judge_verdict", EventType: subjects.EventJudgeVerdict, WorkflowID: "wf", TaskID: "t1234",
+		Actor: subjects.ActorOf(subjects.RoleJudge), Attempt: 1, Timestamp: time.Date(2026, 12, 1, 20, 0, 0, 123456789, time.UTC),
+		Action: subjects.VerdictApprove, Reasoning: "the change does what the plan says, and the verification passes",
+		Input:  json.RawMessage(`{"attempt":1,"cache_key":"judge.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}`),
+		Output: json.RawMessage(`{"verdict":"approve","feedback":"attempt 1 approved: go test ./... shown by change 5e4d3c2b1a0f","checks":[{"name":"verification","ok":true}]}`),
+		Status: subjects.StatusSuccess, DurationMS: 3, Worker: "drover-1",
+		Metadata: json.RawMessage(`{"runner":"exec","model":"m","tokens":{"input":1200,"output":300},"hash":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}`),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := subjects.EncodeEvent(&ev); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -101,7 +101,7 @@ type OutboxEvent struct {
 // EncodeEvent normalizes and encodes ev for an outbox.
 func EncodeEvent(ev *AuditEvent) (*OutboxEvent, error) {
 	ev.Normalize()
-	body, err := MarshalEvent(ev)
+	body, err := json.Marshal(ev)
 	if err != nil {
 		return nil, err
 	}

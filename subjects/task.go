@@ -152,13 +152,7 @@ func DecodeTask(body []byte, lim Limits) (TaskRequest, *RejectError) {
 	if !utf8.Valid(body) {
 		return TaskRequest{}, reject(ReasonInvalidJSON, "body is not valid UTF-8")
 	}
-	// strictJSON answers for the usual body in one pass; what it does not
-	// vouch for, checkStrict decides, and names the fault.
-	if strictJSON(body, lim.MaxDepth) {
-		if req, present, ok := decodePlain(body); ok {
-			return finishTask(req, present)
-		}
-	} else if err := checkStrict(body, lim.MaxDepth); err != nil {
+	if err := checkStrict(body, lim.MaxDepth); err != nil {
 		return TaskRequest{}, err
 	}
 	return decodeFields(body)

@@ -78,7 +78,7 @@ func cachedState(states ...[]byte) ([]byte, error) {
 		outbox = append(outbox, last.Outbox...)
 	}
 	last.Outbox = outbox
-	return subjects.MarshalTaskState(&last)
+	return json.Marshal(&last)
 }
 
 // padded is a JSON object {"<key>":"<value>","pad":"xx..."} of n bytes,

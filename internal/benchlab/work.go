@@ -113,13 +113,13 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 		outbox = append(outbox, subjects.OutboxItem{Event: oe})
 		return nil
 	}
-	input, err := subjects.EncodeTask(&req)
+	input, err := json.Marshal(&req)
 	if err != nil {
 		return nil, err
 	}
 	ev := newEvent(subjects.EventTaskAccepted, subjects.ActorSystem)
 	ev.Action, ev.Input = "accepted", input
-	md := subjects.AppendJSONString([]byte(`{"queue":`), bench.Queue)
+	md := appendJSONString([]byte(`{"queue":`), bench.Queue)
 	ev.Metadata = append(strconv.AppendInt(append(md, `,"stream_seq":`...), int64(i+1), 10), '}')
 	if err := add(ev); err != nil {
 		return nil, err
@@ -132,13 +132,13 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 		if err != nil {
 			return nil, err
 		}
-		if d.entries[r], err = runner.EncodeResult(res); err != nil {
+		if d.entries[r], err = json.Marshal(res); err != nil {
 			return nil, err
 		}
 		st.Outputs[role] = d.keys[r]
 		ev := newEvent(subjects.RoleEvent(role), subjects.ActorOf(role))
 		ev.Action, ev.Reasoning, ev.Output = res.Action, res.Reasoning, res.Output
-		ev.Input = append(subjects.AppendJSONString([]byte(`{"attempt":1,"cache_key":`), d.keys[r]), '}')
+		ev.Input = append(appendJSONString([]byte(`{"attempt":1,"cache_key":`), d.keys[r]), '}')
 		if err := add(ev); err != nil {
 			return nil, err
 		}
@@ -146,14 +146,14 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 		case subjects.RolePlanner:
 			plan = res.Output
 			st.Stage, st.Outbox = string(subjects.RoleImplementer), outbox
-			if d.first, err = subjects.MarshalTaskState(&st); err != nil {
+			if d.first, err = json.Marshal(&st); err != nil {
 				return nil, err
 			}
 			outbox = nil
 		case subjects.RoleImplementer:
 			change = res.Output
 			st.Stage, st.Outbox = string(subjects.RoleJudge), outbox
-			if d.mid, err = subjects.MarshalTaskState(&st); err != nil {
+			if d.mid, err = json.Marshal(&st); err != nil {
 				return nil, err
 			}
 			outbox = nil
@@ -171,8 +171,14 @@ func (m *dataMaker) make(ctx context.Context, i int, body []byte, auditTo, key s
 		return nil, err
 	}
 	st.State, st.Stage, st.Result, st.Outbox, st.UpdatedAt = subjects.StateCompleted, subjects.StageDone, result, outbox, time.Now().UTC()
-	if d.final, err = subjects.MarshalTaskState(&st); err != nil {
+	if d.final, err = json.Marshal(&st); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// appendJSONString appends s to dst as json.Marshal writes a string.
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always encodes
+	return append(dst, b...)
 }

@@ -176,7 +176,7 @@ func (c *Cache) Get(ctx context.Context, key string) (runner.Result, bool) {
 // PutAsync stores a result under key without waiting for the server. The
 // returned future settles when the server has stored it (or failed to).
 func (c *Cache) PutAsync(js jetstream.JetStream, key string, r runner.Result) (jetstream.PubAckFuture, error) {
-	b, err := runner.EncodeResult(r)
+	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("cache: encode %s: %w", key, err)
 	}

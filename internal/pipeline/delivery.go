@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 
 	"github.com/droverhq/drover/consumers"
 	"github.com/droverhq/drover/subjects"
@@ -165,28 +164,20 @@ func (p *Pipeline) deliverApproved(ctx context.Context, t *taskRun, a approved, 
 			return p.roleFailed(ctx, t, subjects.RoleJudge, round, fmt.Errorf("delivery: cannot park in state %q", dres.Park), 0, a.retryItems, a.retryKeep)
 		}
 	}
-	var raw json.RawMessage
-	ok := false
-	if a.review == nil && pushed == nil && len(dres.Fields) == 0 {
-		raw, ok = approvedResult(a.change, a.verdict, round)
+	fields := map[string]any{"change": a.change, "attempts": round}
+	if a.verdict != nil {
+		fields["verdict"] = a.verdict
 	}
-	if !ok {
-		fields := map[string]any{"change": a.change, "attempts": round}
-		if a.verdict != nil {
-			fields["verdict"] = a.verdict
-		}
-		if a.review != nil {
-			fields["review"] = a.review
-		}
-		if pushed != nil {
-			fields["workspace"] = pushed
-		}
-		if len(dres.Fields) > 0 {
-			fields["delivery"] = dres.Fields
-		}
-		raw = mustJSON(fields)
+	if a.review != nil {
+		fields["review"] = a.review
 	}
-	result, err := p.shrink(ctx, raw)
+	if pushed != nil {
+		fields["workspace"] = pushed
+	}
+	if len(dres.Fields) > 0 {
+		fields["delivery"] = dres.Fields
+	}
+	result, err := p.shrink(ctx, mustJSON(fields))
 	if err != nil {
 		return p.nakOutcome(p.taskLog(t, ""), t.d, err)
 	}
@@ -223,30 +214,6 @@ type approved struct {
 	// verdict, which the next delivery gives again before it pushes.
 	retryItems []subjects.OutboxItem
 	retryKeep  func(*subjects.TaskState)
-}
-
-// approvedResult is the result of an approved round with no review,
-// workspace or delivery fields, as json.Marshal writes the map
-// deliverApproved builds for it ({"attempts":..,"change":..,"verdict":..},
-// the verdict when there is one), without reflection: false when change or
-// verdict is not already in json.Marshal's form, and the map must be
-// encoded.
-func approvedResult(change, verdict json.RawMessage, round int) (json.RawMessage, bool) {
-	b := make([]byte, 0, len(`{"attempts":,"change":,"verdict":}`)+20+len(change)+len(verdict))
-	b = append(b, `{"attempts":`...)
-	b = strconv.AppendInt(b, int64(round), 10)
-	b = append(b, `,"change":`...)
-	b, ok := subjects.AppendRawJSON(b, change)
-	if !ok {
-		return nil, false
-	}
-	if verdict != nil {
-		b = append(b, `,"verdict":`...)
-		if b, ok = subjects.AppendRawJSON(b, verdict); !ok {
-			return nil, false
-		}
-	}
-	return append(b, '}'), true
 }
 
 // parkFor parks the task in a state an outside actor finishes: its request

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/droverhq/drover/internal/redact"
@@ -41,7 +40,7 @@ func item(ev *subjects.AuditEvent) subjects.OutboxItem {
 // acceptedEvent is task_accepted, with the request as its input. It fails
 // only when a large field of the request cannot be stored as a blob.
 func (p *Pipeline) acceptedEvent(ctx context.Context, t *taskRun) (subjects.OutboxItem, error) {
-	input, err := p.shrink(ctx, taskJSON(&t.req))
+	input, err := p.shrink(ctx, mustJSON(&t.req))
 	if err != nil {
 		return subjects.OutboxItem{}, err
 	}
@@ -107,40 +106,22 @@ func boundError(s string) string {
 	return redact.Clip(s, 4<<10, "...(truncated)")
 }
 
-// roleInput is a role event's input: the map {"attempt", "cache_key",
-// "feedback" (when there is one)} as json.Marshal writes it, keys sorted.
+// roleInput is a role event's input: {"attempt", "cache_key", "feedback"
+// (when there is one)}, keys sorted as the map it once was.
 func roleInput(attempt int, key, feedback string) json.RawMessage {
-	b := make([]byte, 0, len(`{"attempt":,"cache_key":"","feedback":""}`)+len(key)+len(feedback)+24)
-	b = append(b, `{"attempt":`...)
-	b = strconv.AppendInt(b, int64(attempt), 10)
-	b = append(b, `,"cache_key":`...)
-	b = subjects.AppendJSONString(b, key)
-	if feedback != "" {
-		b = append(b, `,"feedback":`...)
-		b = subjects.AppendJSONString(b, feedback)
-	}
-	return append(b, '}')
+	return mustJSON(struct {
+		Attempt  int    `json:"attempt"`
+		CacheKey string `json:"cache_key"`
+		Feedback string `json:"feedback,omitempty"`
+	}{attempt, key, feedback})
 }
 
-// deliveryMetadata is task_accepted's metadata: the map {"queue",
-// "stream_seq"} as json.Marshal writes it.
+// deliveryMetadata is task_accepted's metadata: {"queue", "stream_seq"}.
 func deliveryMetadata(queue string, seq uint64) json.RawMessage {
-	b := make([]byte, 0, len(`{"queue":"","stream_seq":}`)+len(queue)+24)
-	b = append(b, `{"queue":`...)
-	b = subjects.AppendJSONString(b, queue)
-	b = append(b, `,"stream_seq":`...)
-	b = strconv.AppendUint(b, seq, 10)
-	return append(b, '}')
-}
-
-// taskJSON is req as json.Marshal writes it, or {} when it cannot be
-// written (as mustJSON).
-func taskJSON(req *subjects.TaskRequest) json.RawMessage {
-	b, err := subjects.EncodeTask(req)
-	if err != nil {
-		return json.RawMessage(`{}`)
-	}
-	return b
+	return mustJSON(struct {
+		Queue     string `json:"queue"`
+		StreamSeq uint64 `json:"stream_seq"`
+	}{queue, seq})
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -277,7 +277,7 @@ func (p *Pipeline) role(ctx context.Context, t *taskRun, req runner.Request) (rr
 	live.close()
 	rr.dur = time.Since(start)
 	t.runnerEnded = start.Add(rr.dur)
-	if err == nil && !subjects.ValidJSON(res.Output) {
+	if err == nil && !json.Valid(res.Output) {
 		err = fmt.Errorf("%s: output is not valid JSON (%d bytes)", req.Role, len(res.Output))
 	}
 	if err == nil && !utf8.Valid(res.Output) {

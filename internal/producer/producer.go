@@ -121,7 +121,7 @@ func Msg(names subjects.Names, queue string, req subjects.TaskRequest) (*nats.Ms
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("task %q: %w", req.ID, err)
 	}
-	body, err := subjects.EncodeTask(&req)
+	body, err := json.Marshal(&req)
 	if err != nil {
 		return nil, fmt.Errorf("task %q: encode: %w", req.ID, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 
 	"github.com/droverhq/drover/subjects"
 )
@@ -44,7 +43,7 @@ func simOutput(req Request, ctl subjects.SimControls) (Result, error) {
 		goal = "the scope"
 	}
 	var (
-		out       simOut
+		out       any
 		action    string
 		reasoning string
 	)
@@ -91,58 +90,7 @@ func simOutput(req Request, ctl subjects.SimControls) (Result, error) {
 	default:
 		return Result{}, Permanentf("sim: unknown role %q", req.Role)
 	}
-	return Result{Output: out.appendJSON(make([]byte, 0, simOutputCap)), Action: action, Reasoning: reasoning}, nil
-}
-
-// simOutputCap is the buffer a sim output starts in: a plan for a scope of
-// fifty bytes fits.
-const simOutputCap = 256
-
-// simOut is a sim output, which writes itself as json.Marshal writes it,
-// byte for byte, without reflection: every sim role call encodes one.
-type simOut interface {
-	appendJSON(b []byte) []byte
-}
-
-func (p simPlan) appendJSON(b []byte) []byte {
-	b = append(b, `{"plan":`...)
-	b = subjects.AppendJSONString(b, p.Plan)
-	b = append(b, `,"steps":`...)
-	if p.Steps == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, step := range p.Steps {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = subjects.AppendJSONString(b, step)
-		}
-		b = append(b, ']')
-	}
-	return append(b, '}')
-}
-
-func (c simChange) appendJSON(b []byte) []byte {
-	b = append(b, `{"change":`...)
-	b = subjects.AppendJSONString(b, c.Change)
-	b = append(b, `,"attempt":`...)
-	b = strconv.AppendInt(b, int64(c.Attempt), 10)
-	b = append(b, `,"addresses":`...)
-	b = subjects.AppendJSONString(b, c.Addresses)
-	return append(b, '}')
-}
-
-func (v simVerdict) appendJSON(b []byte) []byte {
-	b = append(b, `{"verdict":`...)
-	b = subjects.AppendJSONString(b, v.Verdict)
-	b = append(b, `,"feedback":`...)
-	b = subjects.AppendJSONString(b, v.Feedback)
-	if v.Diff != "" {
-		b = append(b, `,"diff":`...)
-		b = subjects.AppendJSONString(b, v.Diff)
-	}
-	return append(b, '}')
+	return Result{Output: mustMarshal(out), Action: action, Reasoning: reasoning}, nil
 }
 
 func typeOf(t subjects.TaskRequest) string {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -56,12 +55,11 @@ func (s *Store) GetTask(ctx context.Context, workflow, task string) (Task, error
 
 // CreateTask writes a task's first state; ErrConflict when it exists.
 func (s *Store) CreateTask(ctx context.Context, st subjects.TaskState) (Task, error) {
-	buf, b, err := encodeTask(&st)
+	b, err := encodeTask(&st)
 	if err != nil {
 		return Task{}, err
 	}
 	rev, err := s.kv.Create(ctx, subjects.StateKey(st.Workflow, st.Task), b)
-	releaseBuf(buf, b)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return Task{}, ErrConflict
@@ -74,12 +72,11 @@ func (s *Store) CreateTask(ctx context.Context, st subjects.TaskState) (Task, er
 // UpdateTask replaces a task's state if its revision is still rev;
 // ErrConflict otherwise.
 func (s *Store) UpdateTask(ctx context.Context, st subjects.TaskState, rev uint64) (Task, error) {
-	buf, b, err := encodeTask(&st)
+	b, err := encodeTask(&st)
 	if err != nil {
 		return Task{}, err
 	}
 	next, err := s.kv.Update(ctx, subjects.StateKey(st.Workflow, st.Task), b, rev)
-	releaseBuf(buf, b)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			return Task{}, ErrConflict
@@ -89,36 +86,13 @@ func (s *Store) UpdateTask(ctx context.Context, st subjects.TaskState, rev uint6
 	return Task{TaskState: st, Revision: next}, nil
 }
 
-// stateBufs holds the buffers task states are encoded into. A write copies
-// its value into the connection's buffer as it is published, so the value's
-// buffer is free again once the write returns: every task writes its state
-// two or more times, a few KiB each with its outbox.
-var stateBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledState is the largest buffer stateBufs keeps; a state grown past
-// it (a large outbox) is left to the collector.
-const maxPooledState = 64 << 10
-
-// encodeTask encodes st into a buffer from stateBufs; releaseBuf returns it
-// once the value is written.
-func encodeTask(st *subjects.TaskState) (*[]byte, []byte, error) {
-	buf := stateBufs.Get().(*[]byte)
-	b, err := subjects.AppendTaskState((*buf)[:0], st)
+// encodeTask encodes st for its KV value.
+func encodeTask(st *subjects.TaskState) ([]byte, error) {
+	b, err := json.Marshal(st)
 	if err != nil {
-		stateBufs.Put(buf)
-		return nil, nil, fmt.Errorf("state: encode: %w", err)
+		return nil, fmt.Errorf("state: encode %s/%s: %w", st.Workflow, st.Task, err)
 	}
-	return buf, b, nil
-}
-
-// releaseBuf puts b, encoded into buf, back into stateBufs. Nothing may
-// use b after.
-func releaseBuf(buf *[]byte, b []byte) {
-	if cap(b) > maxPooledState {
-		return
-	}
-	*buf = b[:0]
-	stateBufs.Put(buf)
+	return b, nil
 }
 
 // Workflow is a workflow's state with its revision.
