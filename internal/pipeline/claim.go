@@ -86,41 +86,38 @@ func (p *Pipeline) claim(ctx context.Context, d consumers.Msg, req subjects.Task
 			return nil, consumers.Outcome{Action: consumers.Ack}, false
 		}
 		t.st, t.rev = cur.TaskState, cur.Revision
+		// Resume: a parked task published again by resume; this request
+		// owns it now and continues from the stage where it stopped.
+		// Retry: the retry the task's last write scheduled; this request
+		// owns the task now, the one that scheduled it is done. Take-over:
+		// a write that re-publishes the state's outbox.
+		var mutate func(*subjects.TaskState)
+		var outbox []subjects.OutboxItem
 		switch step {
 		case claimResume:
-			// A parked task published again by resume: this request owns
-			// it now and continues from the stage where it stopped.
-			switch _, err := p.casState(ctx, t, func(s *subjects.TaskState) {
+			mutate = func(s *subjects.TaskState) {
 				s.State, s.Request, s.Queue, s.StreamSeq = subjects.StateRunning, nil, d.Queue, d.StreamSeq
-			}, nil); {
-			case errors.Is(err, state.ErrConflict):
-				continue
-			case err != nil:
-				return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
 			}
-			return t, consumers.Outcome{}, true
 		case claimRetry:
-			// The retry the task's last write scheduled: this request
-			// owns the task now; the one that scheduled it is done.
 			from := cur.StreamSeq
-			switch _, err := p.casState(ctx, t, func(s *subjects.TaskState) {
+			mutate = func(s *subjects.TaskState) {
 				// The tries spent: those before the scheduling request,
 				// and its deliveries up to the one that scheduled this.
 				s.TryBase += s.Delivery
 				s.Queue, s.StreamSeq, s.RetryFrom = d.Queue, d.StreamSeq, from
-			}, nil); {
+			}
+		case claimTakeOver:
+			mutate, outbox = func(*subjects.TaskState) {}, t.st.Outbox
+		}
+		if mutate != nil {
+			switch _, err := p.casState(ctx, t, mutate, outbox); {
 			case errors.Is(err, state.ErrConflict):
 				continue
 			case err != nil:
 				return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
 			}
-			return t, consumers.Outcome{}, true
-		case claimTakeOver:
-			switch _, err := p.casState(ctx, t, func(*subjects.TaskState) {}, t.st.Outbox); {
-			case errors.Is(err, state.ErrConflict):
-				continue
-			case err != nil:
-				return nil, p.nakOutcome(p.requestLog(d, req.Workflow, req.ID), d, err), false
+			if step != claimTakeOver {
+				return t, consumers.Outcome{}, true
 			}
 		}
 		if err := p.flush(ctx, t, -1); err != nil {
