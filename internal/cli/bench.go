@@ -14,8 +14,6 @@ import (
 	"github.com/droverhq/drover/internal/broker"
 )
 
-func init() { register(newBenchCmd) }
-
 // newBenchCmd is `drover bench`: Drover's throughput and latency against
 // the raw JetStream floor of the same per-task path.
 func newBenchCmd(g *globals) *cobra.Command {

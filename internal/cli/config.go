@@ -22,8 +22,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newConfigCmd) }
-
 // defaultConfigFile is what `drover config check` reads when neither an
 // argument nor --config (DROVER_CONFIG) names a file.
 const defaultConfigFile = "drover.yaml"

@@ -19,8 +19,6 @@ import (
 	"github.com/droverhq/drover/internal/ops"
 )
 
-func init() { register(newConsoleCmd) }
-
 // DefaultConsoleListen is where `drover console` listens by default.
 const DefaultConsoleListen = "127.0.0.1:8090"
 

@@ -17,8 +17,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newLessonsCmd) }
-
 func newLessonsCmd(g *globals) *cobra.Command {
 	var (
 		taskType string

@@ -17,8 +17,6 @@ import (
 	"github.com/droverhq/drover/internal/status"
 )
 
-func init() { register(newStatusCmd) }
-
 func newStatusCmd(g *globals) *cobra.Command {
 	var (
 		asJSON          bool
