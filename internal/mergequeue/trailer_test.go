@@ -64,8 +64,8 @@ func (bd *bundle) startMerger(t *testing.T, name, strategy string, sink mergeque
 	ws, err := workspace.New(workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, name)}, nil)
 	require.NoError(t, err)
 	require.NoError(t, ws.Start(ctx))
-	m, err := mergequeue.New(ctx, bd.js, bd.names, mergequeue.Config{Target: "main", Batch: 4, LeaseTTL: 2 * time.Second, Strategy: strategy},
-		mergequeue.GitRepo{M: ws}, sink, name, nil, nil)
+	m, err := mergequeue.New(ctx, mergequeue.Deps{JS: bd.js, Names: bd.names, Repo: mergequeue.GitRepo{M: ws}, Sink: sink, Holder: name},
+		mergequeue.Config{Target: "main", Batch: 4, LeaseTTL: 2 * time.Second, Strategy: strategy})
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(ctx) }()
