@@ -48,7 +48,8 @@ func newFixture(t *testing.T, auth console.Auth) *fixture {
 func newFixtureWith(t *testing.T, set func(*console.Config)) *fixture {
 	t.Helper()
 	_, nc, js, res := natstest.Provisioned(t)
-	ctl := workflow.NewController(nc, js, names, res.State, res.Audit, nil, natstest.Quiet())
+	ctl, err := workflow.NewController(workflow.Deps{NC: nc, JS: js, Names: names, State: res.State, Audit: res.Audit, Log: natstest.Quiet()})
+	require.NoError(t, err)
 	stop, err := ctl.Start(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(stop)

@@ -351,12 +351,22 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}
 		defer stopMerger()
 	}
-	stopCtl, err := workflow.NewController(w.nc, w.js, w.cfg.Names, res.State, res.Audit, p, w.cfg.Log).Start(gateCtx)
+	ctl, err := workflow.NewController(workflow.Deps{NC: w.nc, JS: w.js, Names: w.cfg.Names, State: res.State, Audit: res.Audit,
+		Pipeline: p, Log: w.cfg.Log})
+	if err != nil {
+		return err
+	}
+	stopCtl, err := ctl.Start(gateCtx)
 	if err != nil {
 		return err
 	}
 	defer stopCtl()
-	stopReview, err := review.New(w.nc, w.cfg.Names, res.State, p, w.cfg.Log, w.cfg.Pipeline.Review.ExpireAfter).Start(gateCtx)
+	rs, err := review.New(review.Deps{NC: w.nc, Names: w.cfg.Names, State: res.State, Pipeline: p, Log: w.cfg.Log},
+		review.Config{ExpireAfter: w.cfg.Pipeline.Review.ExpireAfter})
+	if err != nil {
+		return err
+	}
+	stopReview, err := rs.Start(gateCtx)
 	if err != nil {
 		return err
 	}
