@@ -230,7 +230,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	if cfg.Lessons == nil {
-		cfg.Lessons = lessons.New(js, cfg.Names, cfg.Log, lessons.Options{Scope: cfg.LessonsScope})
+		if cfg.Lessons, err = lessons.New(lessons.Deps{JS: js, Names: cfg.Names, Log: cfg.Log}, lessons.Config{Scope: cfg.LessonsScope}); err != nil {
+			return nil, err
+		}
 	}
 	w := &Worker{cfg: cfg, nc: nc, js: js, pool: consumers.NewPool(cfg.Concurrency), started: make(chan struct{}),
 		id: cfg.Pipeline.Worker, counts: &counts{next: cfg.Metrics}}
