@@ -27,5 +27,9 @@ func newLedger(ctx context.Context, nc *nats.Conn, g *globals, f serveFlags, m *
 	if err != nil {
 		return nil, err
 	}
-	return led.WithKeeper(ledger.NewKeeper(kv, f.budgets, ledger.NATSPauser(nc, g.names), g.log)), nil
+	k, err := ledger.NewKeeper(ledger.KeeperDeps{Spend: kv, Pause: ledger.NATSPauser(nc, g.names), Log: g.log}, f.budgets)
+	if err != nil {
+		return nil, err
+	}
+	return led.WithKeeper(k), nil
 }
