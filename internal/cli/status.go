@@ -41,7 +41,10 @@ the audit stream's size.
 				return err
 			}
 			defer c.Close()
-			col := status.NewCollector(c.nc, c.js, g.names, status.Options{Discover: discover})
+			col, err := status.NewCollector(status.Deps{NC: c.nc, JS: c.js, Names: g.names}, status.Config{Discover: discover})
+			if err != nil {
+				return err
+			}
 			if watch <= 0 {
 				r, err := col.Collect(ctx)
 				if err != nil {

@@ -308,7 +308,11 @@ func (s *Server) followAudit(ctx context.Context, cons jetstream.Consumer) {
 
 // collectFleet takes one fleet snapshot.
 func (s *Server) collectFleet(ctx context.Context) (status.Report, error) {
-	return status.NewCollector(s.nc, s.js, s.names, status.Options{}).Collect(ctx)
+	col, err := status.NewCollector(status.Deps{NC: s.nc, JS: s.js, Names: s.names}, status.Config{})
+	if err != nil {
+		return status.Report{}, err
+	}
+	return col.Collect(ctx)
 }
 
 // stateKV returns the state bucket once Run opened it.
