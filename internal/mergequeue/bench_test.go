@@ -79,7 +79,7 @@ func BenchmarkMergeQueue(b *testing.B) {
 				ctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				for k := range mergers {
-					ws, err := workspace.New(workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, fmt.Sprintf("m%d", k))}, nil)
+					ws, err := workspace.New(workspace.Deps{}, workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, fmt.Sprintf("m%d", k))})
 					require.NoError(b, err)
 					require.NoError(b, ws.Start(ctx))
 					m, err := mergequeue.New(ctx, mergequeue.Deps{JS: bd.js, Names: bd.names, Repo: mergequeue.GitRepo{M: ws}, Sink: sink,

@@ -85,7 +85,7 @@ func runChild() error {
 	if err != nil {
 		return err
 	}
-	ws, err := workspace.New(workspace.Config{Repo: os.Getenv("MQ_REMOTE"), Dir: os.Getenv("MQ_DIR")}, nil)
+	ws, err := workspace.New(workspace.Deps{}, workspace.Config{Repo: os.Getenv("MQ_REMOTE"), Dir: os.Getenv("MQ_DIR")})
 	if err != nil {
 		return err
 	}

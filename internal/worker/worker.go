@@ -203,9 +203,6 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		cfg.ReadyCache = 3 * time.Second
 	}
 	if cfg.Workspace.Enabled() {
-		if cfg.Workspace.Sandbox == nil {
-			cfg.Workspace.Sandbox = cfg.Sandbox
-		}
 		if cfg.Workspace.MaxWorktrees <= 0 {
 			cfg.Workspace.MaxWorktrees = cfg.Concurrency
 		}
@@ -315,7 +312,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Secrets:   secretScanner(w.cfg),
 	}
 	if w.cfg.Workspace.Enabled() {
-		m, err := workspace.New(w.cfg.Workspace, w.cfg.Log)
+		m, err := workspace.New(workspace.Deps{Sandbox: w.cfg.Sandbox, Log: w.cfg.Log}, w.cfg.Workspace)
 		if err != nil {
 			return err
 		}
