@@ -217,3 +217,16 @@ func TestRecallScope(t *testing.T) {
 	_, err = lessons.ParseScope("team")
 	require.ErrorContains(t, err, `lessons scope "team": want "workflow" or "fleet"`)
 }
+
+// New names a missing dependency and an unknown scope.
+func TestNewRefusesMissingDependencyAndUnknownScope(t *testing.T) {
+	js := struct{ jetstream.JetStream }{}
+	_, err := lessons.New(lessons.Deps{Names: names}, lessons.Config{})
+	require.ErrorContains(t, err, "Deps.JS")
+	_, err = lessons.New(lessons.Deps{JS: js}, lessons.Config{})
+	require.ErrorContains(t, err, "Deps.Names")
+	_, err = lessons.New(lessons.Deps{JS: js, Names: names}, lessons.Config{Scope: "tenant"})
+	require.ErrorContains(t, err, "Config.Scope")
+	_, err = lessons.New(lessons.Deps{JS: js, Names: names}, lessons.Config{Scope: lessons.ScopeFleet})
+	require.NoError(t, err)
+}
