@@ -64,7 +64,7 @@ func TestConsoleBrowserRefusesRebinding(t *testing.T) {
 	stop, err := ctl.Start(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(stop)
-	cs, err := console.New(console.Config{NC: nc, JS: js, Names: names, Log: natstest.Quiet(), ControlTimeout: 10 * time.Second})
+	cs, err := console.New(console.Deps{NC: nc, JS: js, Names: names, Log: natstest.Quiet()}, console.Config{ControlTimeout: 10 * time.Second})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

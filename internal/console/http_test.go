@@ -53,9 +53,9 @@ func newFixtureWith(t *testing.T, set func(*console.Config)) *fixture {
 	stop, err := ctl.Start(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(stop)
-	cfg := console.Config{NC: nc, JS: js, Names: names, Log: natstest.Quiet(), ControlTimeout: 5 * time.Second}
+	cfg := console.Config{ControlTimeout: 5 * time.Second}
 	set(&cfg)
-	cs, err := console.New(cfg)
+	cs, err := console.New(console.Deps{NC: nc, JS: js, Names: names, Log: natstest.Quiet()}, cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
