@@ -55,7 +55,8 @@ func (b *bundle) startWorker(set runner.Set, prices ledger.Prices, budgets ledge
 	require.NoError(b.t, err)
 	k, err := ledger.NewKeeper(ledger.KeeperDeps{Spend: kv, Pause: ledger.NATSPauser(nc, b.names), Log: natstest.Quiet()}, budgets)
 	require.NoError(b.t, err)
-	led := ledger.New(prices, nil).WithKeeper(k)
+	led, err := ledger.New(ledger.Deps{Keeper: k}, prices)
+	require.NoError(b.t, err)
 	w, err := worker.New(nc, worker.Config{Concurrency: concurrency, Runners: set, Ledger: led, Log: natstest.Quiet(), FetchWait: time.Second,
 		Pipeline: pipeline.Config{RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond}})
 	require.NoError(b.t, err)
