@@ -60,7 +60,7 @@ type consoleUI struct {
 func newConsoleUI(t *testing.T, b *bundle) *consoleUI {
 	t.Helper()
 	path := chromium(t)
-	cs, err := console.New(console.Config{NC: b.nc, JS: b.js, Names: b.names, Log: natstest.Quiet()})
+	cs, err := console.New(console.Deps{NC: b.nc, JS: b.js, Names: b.names, Log: natstest.Quiet()}, console.Config{})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

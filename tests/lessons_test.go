@@ -46,7 +46,8 @@ func TestPlannerGetsLessonsOfItsType(t *testing.T) {
 		inputs.mu.Unlock()
 		return sim.Run(ctx, req)
 	}}}
-	book := lessons.New(b.js, b.names, natstest.Quiet(), lessons.Options{})
+	book, err := lessons.New(lessons.Deps{JS: b.js, Names: b.names, Log: natstest.Quiet()}, lessons.Config{})
+	require.NoError(t, err)
 	b.startWorker(worker.Config{
 		Concurrency: 2,
 		Runners:     runner.Set{Planner: planner, Implementer: sim, Judge: sim},

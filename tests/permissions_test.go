@@ -465,8 +465,8 @@ type permConsole struct {
 
 func startPermConsole(t *testing.T, conn *permConn) *permConsole {
 	t.Helper()
-	cs, err := console.New(console.Config{NC: conn.nc, JS: conn.js, Names: subjects.MustNames("drover"), Log: natstest.Quiet(),
-		ControlTimeout: 20 * time.Second})
+	cs, err := console.New(console.Deps{NC: conn.nc, JS: conn.js, Names: subjects.MustNames("drover"), Log: natstest.Quiet()},
+		console.Config{ControlTimeout: 20 * time.Second})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -37,7 +37,8 @@ func TestStatusListsWorkersAndQueueCounts(t *testing.T) {
 	h.await(t, 2) // each worker holds one task; three wait
 
 	ctx := context.Background()
-	col := status.NewCollector(b.nc, b.js, b.names, status.Options{})
+	col, err := status.NewCollector(status.Deps{NC: b.nc, JS: b.js, Names: b.names}, status.Config{})
+	require.NoError(t, err)
 	r, err := col.Collect(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []status.Queue{{Name: "default", Consumer: "drover-default", Pending: 3, InFlight: 2}}, r.Queues)

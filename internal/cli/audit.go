@@ -17,8 +17,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newAuditCmd) }
-
 // auditFlags are the flags of `drover audit`.
 type auditFlags struct {
 	workflow, task, actor, eventType string

@@ -11,8 +11,6 @@ import (
 	"github.com/droverhq/drover/internal/broker"
 )
 
-func init() { register(newBenchCmd) }
-
 // newBenchCmd is `drover bench`: the throughput and latency of no-op tasks
 // through a real worker on the server it is given.
 func newBenchCmd(g *globals) *cobra.Command {

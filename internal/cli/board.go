@@ -15,8 +15,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newBoardCmd) }
-
 func newBoardCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "board",

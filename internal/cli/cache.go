@@ -12,8 +12,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newCacheCmd) }
-
 func newCacheCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cache",

@@ -22,8 +22,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newConfigCmd) }
-
 // defaultConfigFile is what `drover config check` reads when neither an
 // argument nor --config (DROVER_CONFIG) names a file.
 const defaultConfigFile = "drover.yaml"
@@ -128,7 +126,7 @@ func checkWorkspace(ctx context.Context, g *globals, c workspace.Config) error {
 	}
 	defer os.RemoveAll(scratch)
 	c.Dir = filepath.Join(scratch, "workspaces")
-	m, err := workspace.New(c, g.log)
+	m, err := workspace.New(workspace.Deps{Log: g.log}, c)
 	if err != nil {
 		return err
 	}

@@ -19,8 +19,6 @@ import (
 	"github.com/droverhq/drover/internal/ops"
 )
 
-func init() { register(newConsoleCmd) }
-
 // DefaultConsoleListen is where `drover console` listens by default.
 const DefaultConsoleListen = "127.0.0.1:8090"
 
@@ -165,8 +163,7 @@ read-only; the console profile of deploy/nats/profiles.conf lets it take its act
 				return err
 			}
 			defer cl.Close()
-			cfg.NC, cfg.JS, cfg.Names, cfg.Log = cl.nc, cl.js, g.names, g.log
-			cs, err := console.New(cfg)
+			cs, err := console.New(console.Deps{NC: cl.nc, JS: cl.js, Names: g.names, Log: g.log}, cfg)
 			if err != nil {
 				return err
 			}
@@ -253,8 +250,8 @@ func mountConsole(ctx context.Context, g *globals, nc *nats.Conn, httpAddr strin
 	if err != nil {
 		return nil, err
 	}
-	cfg.NC, cfg.JS, cfg.Names, cfg.Base, cfg.Log = nc, js, g.names, "/console", g.log
-	cs, err := console.New(cfg)
+	cfg.Base = "/console"
+	cs, err := console.New(console.Deps{NC: nc, JS: js, Names: g.names, Log: g.log}, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newCostCmd) }
-
 // costFlags are the flags of `drover cost`.
 type costFlags struct {
 	workflow, since, until string

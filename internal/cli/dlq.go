@@ -24,8 +24,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newDlqCmd) }
-
 func newDlqCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",

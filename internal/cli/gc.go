@@ -14,8 +14,6 @@ import (
 	"github.com/droverhq/drover/internal/retention"
 )
 
-func init() { register(newGcCmd) }
-
 // gcFlags are the retention settings, shared by drover gc and serve's
 // periodic gc.
 type gcFlags struct {

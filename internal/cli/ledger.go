@@ -14,7 +14,6 @@ import (
 // newLedger is the worker's cost ledger: the config's prices, Prometheus
 // counters, and the fleet-wide spend that budgets are checked against.
 func newLedger(ctx context.Context, nc *nats.Conn, g *globals, f serveFlags, m *ops.Metrics) (*ledger.Ledger, error) {
-	led := ledger.New(f.prices, ledger.NewMetrics(m.Registry))
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -27,5 +26,9 @@ func newLedger(ctx context.Context, nc *nats.Conn, g *globals, f serveFlags, m *
 	if err != nil {
 		return nil, err
 	}
-	return led.WithKeeper(ledger.NewKeeper(kv, f.budgets, ledger.NATSPauser(nc, g.names), g.log)), nil
+	k, err := ledger.NewKeeper(ledger.KeeperDeps{Spend: kv, Pause: ledger.NATSPauser(nc, g.names), Log: g.log}, f.budgets)
+	if err != nil {
+		return nil, err
+	}
+	return ledger.New(ledger.Deps{Metrics: ledger.NewMetrics(m.Registry), Keeper: k}, f.prices)
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newLessonsCmd) }
-
 func newLessonsCmd(g *globals) *cobra.Command {
 	var (
 		taskType string
@@ -54,7 +52,10 @@ Lessons print oldest first, newest last. --type reads only that type's lessons.`
 				return err
 			}
 			defer c.Close()
-			book := lessons.New(c.js, g.names, g.log, lessons.Options{})
+			book, err := lessons.New(lessons.Deps{JS: c.js, Names: g.names, Log: g.log}, lessons.Config{})
+			if err != nil {
+				return err
+			}
 			var got []subjects.Lesson
 			err = book.List(cmd.Context(), taskType, func(l subjects.Lesson) error {
 				if got = append(got, l); limit > 0 && len(got) > limit {

@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newProbeCmd) }
-
 // newProbeCmd is a health-check client for images without curl or wget.
 func newProbeCmd(g *globals) *cobra.Command {
 	var timeout time.Duration

@@ -22,8 +22,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newReplayCmd) }
-
 // replayFlags are the flags of `drover replay`.
 type replayFlags struct {
 	as, role, config, prompts, since string

@@ -23,8 +23,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newReviewCmd) }
-
 func newReviewCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "review",

@@ -1,8 +1,8 @@
-// Package cli is Drover's command line: one file per subcommand. Every flag
-// can also be set by an environment variable DROVER_<FLAG> (upper case,
-// dashes as underscores); the connection flags also read the nats CLI's
-// variables (NATS_URL, NATS_USER, ...; see natsEnv) when their DROVER_*
-// variable is unset.
+// Package cli is Drover's command line: one file per subcommand, all of them
+// added in newRoot (root.go). Every flag can also be set by an environment
+// variable DROVER_<FLAG> (upper case, dashes as underscores); the connection
+// flags also read the nats CLI's variables (NATS_URL, NATS_USER, ...; see
+// natsEnv) when their DROVER_* variable is unset.
 package cli
 
 import (
@@ -41,11 +41,6 @@ type globals struct {
 	stderr    io.Writer
 }
 
-// commands registered by the subcommand files.
-var commands []func(*globals) *cobra.Command
-
-func register(f func(*globals) *cobra.Command) { commands = append(commands, f) }
-
 // Execute runs the command line with args and returns the exit code.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
@@ -65,6 +60,8 @@ type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
+// newRoot builds the whole command line: the global flags, then every
+// subcommand, listed here and nowhere else.
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
@@ -98,9 +95,32 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&g.prefix, "prefix", subjects.DefaultPrefix, "name prefix of every subject, stream and bucket")
 	pf.StringVar(&g.logFormat, "log-format", "auto", "log format: auto (text on a terminal, JSON otherwise), text or json")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	for _, f := range commands {
-		root.AddCommand(f(g))
-	}
+	root.AddCommand(
+		// Running Drover.
+		newServeCmd(g),
+		newServerCmd(g),
+		newConsoleCmd(g),
+		newProbeCmd(g),
+		newConfigCmd(g),
+		// Work in.
+		newSubmitCmd(g),
+		newBoardCmd(g),
+		newWorkflowCmd(g),
+		newReviewCmd(g),
+		newDlqCmd(g),
+		// Looking at what happened.
+		newStatusCmd(g),
+		newTaskCmd(g),
+		newAuditCmd(g),
+		newCostCmd(g),
+		newLessonsCmd(g),
+		newTuneCmd(g),
+		newReplayCmd(g),
+		// Upkeep and measurement.
+		newCacheCmd(g),
+		newGcCmd(g),
+		newBenchCmd(g),
+	)
 	return root
 }
 

@@ -28,8 +28,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newServeCmd) }
-
 type serveFlags struct {
 	listen, data, sync, httpAddr, workerID, simCallLog string
 	config, prompts                                    string

@@ -11,8 +11,6 @@ import (
 	"github.com/droverhq/drover/internal/broker"
 )
 
-func init() { register(newServerCmd) }
-
 // newServerCmd runs the embedded NATS server alone: a JetStream server for
 // local development, for workers started with --nats-url, and for fault
 // drills that kill the server without killing a worker. With

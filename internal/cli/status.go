@@ -17,8 +17,6 @@ import (
 	"github.com/droverhq/drover/internal/status"
 )
 
-func init() { register(newStatusCmd) }
-
 func newStatusCmd(g *globals) *cobra.Command {
 	var (
 		asJSON          bool
@@ -43,7 +41,10 @@ the audit stream's size.
 				return err
 			}
 			defer c.Close()
-			col := status.NewCollector(c.nc, c.js, g.names, status.Options{Discover: discover})
+			col, err := status.NewCollector(status.Deps{NC: c.nc, JS: c.js, Names: g.names}, status.Config{Discover: discover})
+			if err != nil {
+				return err
+			}
 			if watch <= 0 {
 				r, err := col.Collect(ctx)
 				if err != nil {

@@ -17,8 +17,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newSubmitCmd) }
-
 type submitFlags struct {
 	workflow, id, scope, verification, typ, queue, file, metadata string
 	maxAttempts                                                   int

@@ -19,8 +19,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newTaskCmd) }
-
 func newTaskCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "task",

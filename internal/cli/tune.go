@@ -11,8 +11,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newTuneCmd) }
-
 func newTuneCmd(g *globals) *cobra.Command {
 	var (
 		since  string

@@ -17,8 +17,6 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-func init() { register(newWorkflowCmd) }
-
 func newWorkflowCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workflow",

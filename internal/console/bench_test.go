@@ -18,7 +18,7 @@ import (
 // spread over every column; it needs no NATS to render the board.
 func boardServer(tb testing.TB, n int) *Server {
 	tb.Helper()
-	s, err := New(Config{Names: subjects.MustNames(subjects.DefaultPrefix), Log: natstest.Quiet(), AllowedHosts: []string{"example.com"}})
+	s, err := New(Deps{Names: subjects.MustNames(subjects.DefaultPrefix), Log: natstest.Quiet()}, Config{AllowedHosts: []string{"example.com"}})
 	require.NoError(tb, err)
 	stages := []struct{ state, stage string }{
 		{subjects.StateCompleted, subjects.StageDone}, {subjects.StateRunning, "planner"}, {subjects.StateRunning, "implementer"},

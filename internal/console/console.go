@@ -48,17 +48,26 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
+// Deps are what a console works with.
+type Deps struct {
+	// NC carries the control requests and watches the permission errors.
+	NC *nats.Conn
+	// JS reads the state bucket and the audit, live and dead-letter
+	// streams.
+	JS jetstream.JetStream
+	// Names names the deployment; required.
+	Names subjects.Names
+	// Log is the console's logger; nil means slog.Default().
+	Log *slog.Logger
+}
+
 // Config configures a console.
 type Config struct {
-	NC    *nats.Conn
-	JS    jetstream.JetStream
-	Names subjects.Names
 	// Auth checks every request; its zero value lets anyone in.
 	Auth Auth
 	// Base is the path the console is mounted under, "" for the root or
 	// e.g. "/console" on a worker's --http listener.
 	Base string
-	Log  *slog.Logger
 	// ControlTimeout bounds a control request (default 30s).
 	ControlTimeout time.Duration
 	// AllowedHosts are the Host values served besides the loopback names
@@ -110,28 +119,46 @@ type Server struct {
 	admWait time.Duration
 }
 
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.ControlTimeout <= 0 {
+		c.ControlTimeout = 30 * time.Second
+	}
+	if c.MaxEventStreams <= 0 {
+		c.MaxEventStreams = DefaultMaxEventStreams
+	}
+	if c.EventWriteTimeout <= 0 {
+		c.EventWriteTimeout = DefaultEventWriteTimeout
+	}
+	if c.AdmissionWait <= 0 {
+		c.AdmissionWait = DefaultAdmissionWait
+	}
+	return c
+}
+
+// validate names the first setting that cannot work.
+func (c Config) validate() error {
+	if err := c.Auth.Validate(); err != nil {
+		return err
+	}
+	if c.Base != "" && (!strings.HasPrefix(c.Base, "/") || strings.HasSuffix(c.Base, "/")) {
+		return fmt.Errorf("console: base path %q must start and not end with /", c.Base)
+	}
+	return nil
+}
+
 // New returns a console; it serves once Run has loaded the state bucket.
-func New(cfg Config) (*Server, error) {
-	if err := cfg.Auth.Validate(); err != nil {
+func New(deps Deps, cfg Config) (*Server, error) {
+	if deps.Names.Prefix() == "" {
+		return nil, errors.New("console: Deps.Names is required")
+	}
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Base != "" && (!strings.HasPrefix(cfg.Base, "/") || strings.HasSuffix(cfg.Base, "/")) {
-		return nil, fmt.Errorf("console: base path %q must start and not end with /", cfg.Base)
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
-	if cfg.ControlTimeout <= 0 {
-		cfg.ControlTimeout = 30 * time.Second
-	}
-	if cfg.MaxEventStreams <= 0 {
-		cfg.MaxEventStreams = DefaultMaxEventStreams
-	}
-	if cfg.EventWriteTimeout <= 0 {
-		cfg.EventWriteTimeout = DefaultEventWriteTimeout
-	}
-	if cfg.AdmissionWait <= 0 {
-		cfg.AdmissionWait = DefaultAdmissionWait
+	cfg = cfg.withDefaults()
+	log := deps.Log
+	if log == nil {
+		log = slog.Default()
 	}
 	var hosts []hostRule
 	for _, v := range cfg.AllowedHosts {
@@ -141,10 +168,10 @@ func New(cfg Config) (*Server, error) {
 		}
 		hosts = append(hosts, h)
 	}
-	s := &Server{nc: cfg.NC, js: cfg.JS, names: cfg.Names, auth: cfg.Auth, hosts: hosts, base: cfg.Base, log: cfg.Log,
+	s := &Server{nc: deps.NC, js: deps.JS, names: deps.Names, auth: cfg.Auth, hosts: hosts, base: cfg.Base, log: log,
 		ctlWait: cfg.ControlTimeout, mirror: newMirror(), hub: newHub(), fleet: newFleet(), stopped: make(chan struct{}), denied: newDenials(),
 		streams: make(chan struct{}, cfg.MaxEventStreams), sseWait: cfg.EventWriteTimeout, admWait: cfg.AdmissionWait}
-	s.denied.watch(cfg.NC)
+	s.denied.watch(deps.NC)
 	if _, err := rand.Read(s.key[:]); err != nil {
 		return nil, err
 	}
@@ -308,7 +335,11 @@ func (s *Server) followAudit(ctx context.Context, cons jetstream.Consumer) {
 
 // collectFleet takes one fleet snapshot.
 func (s *Server) collectFleet(ctx context.Context) (status.Report, error) {
-	return status.NewCollector(s.nc, s.js, s.names, status.Options{}).Collect(ctx)
+	col, err := status.NewCollector(status.Deps{NC: s.nc, JS: s.js, Names: s.names}, status.Config{})
+	if err != nil {
+		return status.Report{}, err
+	}
+	return col.Collect(ctx)
 }
 
 // stateKV returns the state bucket once Run opened it.

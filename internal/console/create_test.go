@@ -249,7 +249,7 @@ func TestCardsShowTitleAndAgent(t *testing.T) {
 	require.Eventually(t, func() bool { return shows(f.srv.URL) }, 10*time.Second, 20*time.Millisecond, "read live")
 
 	// A console started after the events reads them from the stream.
-	later, err := console.New(console.Config{NC: f.nc, JS: f.js, Names: names, Log: natstest.Quiet()})
+	later, err := console.New(console.Deps{NC: f.nc, JS: f.js, Names: names, Log: natstest.Quiet()}, console.Config{})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

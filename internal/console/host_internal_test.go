@@ -14,10 +14,10 @@ import (
 // allowed-host list.
 func TestHostAllowed(t *testing.T) {
 	t.Parallel()
-	plain, err := New(Config{Names: subjects.MustNames(subjects.DefaultPrefix), Log: natstest.Quiet()})
+	plain, err := New(Deps{Names: subjects.MustNames(subjects.DefaultPrefix), Log: natstest.Quiet()}, Config{})
 	require.NoError(t, err)
-	listed, err := New(Config{Names: subjects.MustNames(subjects.DefaultPrefix), Log: natstest.Quiet(),
-		AllowedHosts: []string{"Console.Example.com", "10.0.0.5:8443", "[fd00::1]", "dev.localhost:8090"}})
+	listed, err := New(Deps{Names: subjects.MustNames(subjects.DefaultPrefix), Log: natstest.Quiet()},
+		Config{AllowedHosts: []string{"Console.Example.com", "10.0.0.5:8443", "[fd00::1]", "dev.localhost:8090"}})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		host          string
@@ -101,7 +101,7 @@ func TestParseAllowedHost(t *testing.T) {
 			assert.Equal(t, tc.want, got, "%q", tc.in)
 		}
 	}
-	_, err := New(Config{Names: subjects.MustNames(subjects.DefaultPrefix), AllowedHosts: []string{"ok.example", "http://bad"}})
+	_, err := New(Deps{Names: subjects.MustNames(subjects.DefaultPrefix)}, Config{AllowedHosts: []string{"ok.example", "http://bad"}})
 	require.ErrorIs(t, err, ErrAllowedHost)
 	require.ErrorContains(t, err, "AllowedHosts")
 	require.ErrorContains(t, err, `"http://bad"`)

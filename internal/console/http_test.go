@@ -48,13 +48,14 @@ func newFixture(t *testing.T, auth console.Auth) *fixture {
 func newFixtureWith(t *testing.T, set func(*console.Config)) *fixture {
 	t.Helper()
 	_, nc, js, res := natstest.Provisioned(t)
-	ctl := workflow.NewController(nc, js, names, res.State, res.Audit, nil, natstest.Quiet())
+	ctl, err := workflow.NewController(workflow.Deps{NC: nc, JS: js, Names: names, State: res.State, Audit: res.Audit, Log: natstest.Quiet()})
+	require.NoError(t, err)
 	stop, err := ctl.Start(t.Context())
 	require.NoError(t, err)
 	t.Cleanup(stop)
-	cfg := console.Config{NC: nc, JS: js, Names: names, Log: natstest.Quiet(), ControlTimeout: 5 * time.Second}
+	cfg := console.Config{ControlTimeout: 5 * time.Second}
 	set(&cfg)
-	cs, err := console.New(cfg)
+	cs, err := console.New(console.Deps{NC: nc, JS: js, Names: names, Log: natstest.Quiet()}, cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -24,8 +24,7 @@ import (
 // get every message meanwhile.
 func TestStalledStreamDropped(t *testing.T) {
 	t.Parallel()
-	s, err := New(Config{Names: subjects.MustNames(subjects.DefaultPrefix), Log: natstest.Quiet(),
-		EventWriteTimeout: 200 * time.Millisecond})
+	s, err := New(Deps{Names: subjects.MustNames(subjects.DefaultPrefix), Log: natstest.Quiet()}, Config{EventWriteTimeout: 200 * time.Millisecond})
 	require.NoError(t, err)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)

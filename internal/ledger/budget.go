@@ -82,12 +82,30 @@ type Keeper struct {
 	log     *slog.Logger
 }
 
-// NewKeeper returns a Keeper on the spend bucket kv with default budgets.
-func NewKeeper(kv jetstream.KeyValue, budgets Budgets, pause Pauser, log *slog.Logger) *Keeper {
+// KeeperDeps are what a Keeper works with.
+type KeeperDeps struct {
+	// Spend is the spend bucket (OpenBucket); required.
+	Spend jetstream.KeyValue
+	// Pause pauses a workflow that spent its budget; nil pauses none.
+	Pause Pauser
+	// Log is the Keeper's logger; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// NewKeeper returns a Keeper with budgets as the default limits, or an
+// error naming a missing dependency or a bad limit.
+func NewKeeper(deps KeeperDeps, budgets Budgets) (*Keeper, error) {
+	if deps.Spend == nil {
+		return nil, errors.New("ledger: KeeperDeps.Spend is required")
+	}
+	if err := budgets.Validate(); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	log := deps.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Keeper{kv: kv, budgets: budgets, pause: pause, log: log}
+	return &Keeper{kv: deps.Spend, budgets: budgets, pause: deps.Pause, log: log}, nil
 }
 
 // Limits returns the budgets of a request: its own, else the defaults.

@@ -62,7 +62,8 @@ func TestPrice(t *testing.T) {
 
 func TestSavedAndLedger(t *testing.T) {
 	t.Parallel()
-	l := New(Prices{Models: map[string]ModelPrice{"m": {Input: 1, Output: 2}}}, nil)
+	l, err := New(Deps{}, Prices{Models: map[string]ModelPrice{"m": {Input: 1, Output: 2}}})
+	require.NoError(t, err)
 	res := runner.Result{Metadata: map[string]any{"model": "m", "usage": map[string]any{"prompt_tokens": 1e6, "completion_tokens": 1e6}}}
 	ran := l.Cost(subjects.RoleJudge, res, time.Second, false)
 	assert.InDelta(t, 3.0, ran.USD, 1e-12)

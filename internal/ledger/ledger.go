@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,8 +19,23 @@ type Ledger struct {
 	keeper  *Keeper // nil: no spend kept, no budgets
 }
 
-// New returns a ledger with prices; m may be nil (no metrics).
-func New(prices Prices, m *Metrics) *Ledger { return &Ledger{prices: prices, metrics: m} }
+// Deps are what a ledger works with; both may be nil.
+type Deps struct {
+	// Metrics counts tokens and money (NewMetrics); nil counts nothing.
+	Metrics *Metrics
+	// Keeper keeps the fleet-wide spend and enforces budgets (NewKeeper);
+	// nil keeps no spend and enforces no budget.
+	Keeper *Keeper
+}
+
+// New returns a ledger pricing with prices, or an error naming a bad
+// price.
+func New(deps Deps, prices Prices) (*Ledger, error) {
+	if err := prices.Validate(); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	return &Ledger{prices: prices, metrics: deps.Metrics, keeper: deps.Keeper}, nil
+}
 
 // Cost implements pipeline.Ledger.
 func (l *Ledger) Cost(role subjects.Role, res runner.Result, dur time.Duration, cached bool) Cost {
@@ -90,12 +106,6 @@ func (m *Metrics) add(role subjects.Role, model string, c Cost) {
 	m.tokens.WithLabelValues(string(role), model, "input").Add(float64(c.InputTokens))
 	m.tokens.WithLabelValues(string(role), model, "output").Add(float64(c.OutputTokens))
 	m.usd.WithLabelValues(string(role), model).Add(c.USD)
-}
-
-// WithKeeper makes the ledger keep spend and enforce budgets with k.
-func (l *Ledger) WithKeeper(k *Keeper) *Ledger {
-	l.keeper = k
-	return l
 }
 
 // Admit implements pipeline.Ledger: see Keeper.Admit (nil without a

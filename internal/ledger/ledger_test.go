@@ -53,7 +53,10 @@ func (b *bundle) startWorker(set runner.Set, prices ledger.Prices, budgets ledge
 	require.NoError(b.t, err)
 	kv, err := ledger.OpenBucket(context.Background(), js, b.names, 1)
 	require.NoError(b.t, err)
-	led := ledger.New(prices, nil).WithKeeper(ledger.NewKeeper(kv, budgets, ledger.NATSPauser(nc, b.names), natstest.Quiet()))
+	k, err := ledger.NewKeeper(ledger.KeeperDeps{Spend: kv, Pause: ledger.NATSPauser(nc, b.names), Log: natstest.Quiet()}, budgets)
+	require.NoError(b.t, err)
+	led, err := ledger.New(ledger.Deps{Keeper: k}, prices)
+	require.NoError(b.t, err)
 	w, err := worker.New(nc, worker.Config{Concurrency: concurrency, Runners: set, Ledger: led, Log: natstest.Quiet(), FetchWait: time.Second,
 		Pipeline: pipeline.Config{RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond}})
 	require.NoError(b.t, err)
@@ -373,7 +376,9 @@ func TestKeeperLosesNoUpdate(t *testing.T) {
 		require.NoError(t, err)
 		kv, err := ledger.OpenBucket(ctx, js, b.names, 1)
 		require.NoError(t, err)
-		keepers = append(keepers, ledger.NewKeeper(kv, ledger.Budgets{}, nil, natstest.Quiet()))
+		k, err := ledger.NewKeeper(ledger.KeeperDeps{Spend: kv, Log: natstest.Quiet()}, ledger.Budgets{})
+		require.NoError(t, err)
+		keepers = append(keepers, k)
 	}
 	var wg sync.WaitGroup
 	const adds = 40

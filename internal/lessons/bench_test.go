@@ -40,7 +40,7 @@ func among100k(tb testing.TB) *testBundle {
 			}
 		}
 	}
-	book := b.book(lessons.Options{})
+	book := b.book(lessons.Config{})
 	for i := range targetLessons {
 		book.Record(context.Background(), lesson(targetType, i))
 	}
@@ -56,7 +56,7 @@ func among100k(tb testing.TB) *testBundle {
 //	go test -run '^$' -bench LookupAmong100k ./internal/lessons/
 func BenchmarkLookupAmong100k(b *testing.B) {
 	bundle := among100k(b)
-	book := bundle.book(lessons.Options{})
+	book := bundle.book(lessons.Config{})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -77,7 +77,7 @@ func TestLookupAmong100k(t *testing.T) {
 		t.Skip("fills a stream with 100,000 lessons")
 	}
 	bundle := among100k(t)
-	book := bundle.book(lessons.Options{})
+	book := bundle.book(lessons.Config{})
 	ctx := context.Background()
 	const lookups = 20
 	start := time.Now()

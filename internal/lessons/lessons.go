@@ -21,6 +21,7 @@ package lessons
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -32,7 +33,7 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	DefaultPerPrompt = 5
 	DefaultTTL       = 10 * time.Second
@@ -41,7 +42,7 @@ const (
 // Scope is which workflows' lessons a task recalls.
 type Scope string
 
-// Scopes of Options.Scope.
+// Scopes of Config.Scope.
 const (
 	// ScopeWorkflow recalls only the lessons recorded in the task's own
 	// workflow (the default).
@@ -60,8 +61,8 @@ func ParseScope(s string) (Scope, error) {
 	return "", fmt.Errorf("lessons scope %q: want %q or %q", s, ScopeWorkflow, ScopeFleet)
 }
 
-// Options tune a Book. Zero or negative fields take the defaults noted.
-type Options struct {
+// Config tunes a Book. Zero or negative fields take the defaults noted.
+type Config struct {
 	// Scope is which workflows' lessons Recent recalls (default
 	// ScopeWorkflow).
 	Scope Scope
@@ -78,7 +79,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-func (o Options) withDefaults() Options {
+func (o Config) withDefaults() Config {
 	if o.Scope == "" {
 		o.Scope = ScopeWorkflow
 	}
@@ -100,7 +101,7 @@ type Book struct {
 	js    jetstream.JetStream
 	names subjects.Names
 	log   *slog.Logger
-	opts  Options
+	opts  Config
 
 	mu     sync.Mutex
 	stream jetstream.Stream      // the lessons stream, once looked up
@@ -114,14 +115,45 @@ type cacheEntry struct {
 	at    time.Time
 }
 
-// New returns a Book on js; the lessons stream must have been provisioned
-// (broker.Provision). log defaults to slog.Default().
-func New(js jetstream.JetStream, names subjects.Names, log *slog.Logger, opts Options) *Book {
+// validate names the first setting that cannot work.
+func (o Config) validate() error {
+	if o.Scope != "" {
+		if _, err := ParseScope(string(o.Scope)); err != nil {
+			return fmt.Errorf("lessons: Config.Scope: %w", err)
+		}
+	}
+	return nil
+}
+
+// Deps are what a Book works with.
+type Deps struct {
+	// JS reads and publishes lessons; the lessons stream must have been
+	// provisioned (broker.Provision). Required.
+	JS jetstream.JetStream
+	// Names names the stream and subjects; required.
+	Names subjects.Names
+	// Log is the Book's logger; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// New returns a Book, or an error naming a missing dependency or a bad
+// setting.
+func New(deps Deps, cfg Config) (*Book, error) {
+	switch {
+	case deps.JS == nil:
+		return nil, errors.New("lessons: Deps.JS is required")
+	case deps.Names.Prefix() == "":
+		return nil, errors.New("lessons: Deps.Names is required")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Book{js: js, names: names, log: log, opts: opts.withDefaults(),
-		cache: map[string]cacheEntry{}, gen: map[string]uint64{}}
+	return &Book{js: deps.JS, names: deps.Names, log: log, opts: cfg.withDefaults(),
+		cache: map[string]cacheEntry{}, gen: map[string]uint64{}}, nil
 }
 
 // recordTimeout bounds a Record, which runs on a context that the task's
@@ -174,10 +206,10 @@ func (b *Book) invalidate(key string) {
 	b.gen[key]++
 }
 
-// Recent returns the most recent Options.PerPrompt lessons of a type, one
+// Recent returns the most recent Config.PerPrompt lessons of a type, one
 // line each (see Format), newest last: those recorded in workflow, or in
-// any workflow when Options.Scope is ScopeFleet. They come from memory when
-// read less than Options.TTL ago. A failed read is logged and yields none.
+// any workflow when Config.Scope is ScopeFleet. They come from memory when
+// read less than Config.TTL ago. A failed read is logged and yields none.
 func (b *Book) Recent(ctx context.Context, taskType, workflow string) []string {
 	if taskType == "" {
 		taskType = subjects.DefaultTaskType

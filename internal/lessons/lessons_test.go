@@ -21,6 +21,7 @@ var names = subjects.MustNames(subjects.DefaultPrefix)
 
 // testBundle is one embedded server with the streams provisioned.
 type testBundle struct {
+	tb  testing.TB
 	js  jetstream.JetStream
 	now *clock
 }
@@ -28,12 +29,14 @@ type testBundle struct {
 func setup(tb testing.TB) *testBundle {
 	tb.Helper()
 	_, _, js, _ := natstest.Provisioned(tb, natstest.Sync(time.Minute))
-	return &testBundle{js: js, now: &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
+	return &testBundle{tb: tb, js: js, now: &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
 }
 
-func (tb *testBundle) book(opts lessons.Options) *lessons.Book {
+func (tb *testBundle) book(opts lessons.Config) *lessons.Book {
 	opts.Now = tb.now.Now
-	return lessons.New(tb.js, names, natstest.Quiet(), opts)
+	book, err := lessons.New(lessons.Deps{JS: tb.js, Names: names, Log: natstest.Quiet()}, opts)
+	require.NoError(tb.tb, err)
+	return book
 }
 
 // clock is a settable clock for the cache.
@@ -66,7 +69,7 @@ func feedbacks(ls []subjects.Lesson) []string {
 func TestRecordThenLookupNewestLast(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	book := b.book(lessons.Options{})
+	book := b.book(lessons.Config{})
 	ctx := context.Background()
 	for i := range 7 {
 		book.Record(ctx, lesson("feature", i))
@@ -88,7 +91,7 @@ func TestRecordThenLookupNewestLast(t *testing.T) {
 func TestLookupIsPerType(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	book := b.book(lessons.Options{})
+	book := b.book(lessons.Config{})
 	ctx := context.Background()
 	for i := range 4 {
 		book.Record(ctx, lesson("feature", i))
@@ -111,7 +114,7 @@ func TestLookupIsPerType(t *testing.T) {
 func TestRecordDedupesByEventID(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	book := b.book(lessons.Options{})
+	book := b.book(lessons.Config{})
 	ctx := context.Background()
 	l := lesson("feature", 1)
 	book.Record(ctx, l)
@@ -136,7 +139,7 @@ func TestRecordDedupesByEventID(t *testing.T) {
 func TestRecentCachesUntilRecordOrTTL(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	book := b.book(lessons.Options{PerPrompt: 2, TTL: time.Minute})
+	book := b.book(lessons.Config{PerPrompt: 2, TTL: time.Minute})
 	ctx := context.Background()
 	require.Empty(t, book.Recent(ctx, "feature", "wf"))
 
@@ -144,7 +147,7 @@ func TestRecentCachesUntilRecordOrTTL(t *testing.T) {
 	require.Equal(t, []string{"[judge, attempt 1, rejected] the judge rejected attempt 1: feedback 1"}, book.Recent(ctx, "feature", "wf"))
 
 	// Written behind the Book's back (another worker): not seen until the TTL.
-	other := b.book(lessons.Options{})
+	other := b.book(lessons.Config{})
 	other.Record(ctx, lesson("feature", 2))
 	require.Len(t, book.Recent(ctx, "feature", "wf"), 1, "served from the cache")
 	b.now.Add(time.Minute)
@@ -178,7 +181,7 @@ func TestRecallScope(t *testing.T) {
 	ctx := context.Background()
 	inA := lesson("feature", 1)
 	inA.Workflow = "wf-A"
-	b.book(lessons.Options{}).Record(ctx, inA)
+	b.book(lessons.Config{}).Record(ctx, inA)
 	legacy := lesson("feature", 2)
 	legacy.Workflow = "wf-B"
 	body, err := json.Marshal(legacy)
@@ -198,7 +201,7 @@ func TestRecallScope(t *testing.T) {
 		{lessons.ScopeFleet, "wf-C", []string{"feedback 1", "feedback 2"}},
 	}
 	for _, tt := range tests {
-		got := b.book(lessons.Options{Scope: tt.scope}).Recent(ctx, "feature", tt.workflow)
+		got := b.book(lessons.Config{Scope: tt.scope}).Recent(ctx, "feature", tt.workflow)
 		var fbs []string
 		for _, l := range got {
 			fbs = append(fbs, l[strings.LastIndex(l, ": ")+2:])
@@ -213,4 +216,17 @@ func TestRecallScope(t *testing.T) {
 
 	_, err = lessons.ParseScope("team")
 	require.ErrorContains(t, err, `lessons scope "team": want "workflow" or "fleet"`)
+}
+
+// New names a missing dependency and an unknown scope.
+func TestNewRefusesMissingDependencyAndUnknownScope(t *testing.T) {
+	js := struct{ jetstream.JetStream }{}
+	_, err := lessons.New(lessons.Deps{Names: names}, lessons.Config{})
+	require.ErrorContains(t, err, "Deps.JS")
+	_, err = lessons.New(lessons.Deps{JS: js}, lessons.Config{})
+	require.ErrorContains(t, err, "Deps.Names")
+	_, err = lessons.New(lessons.Deps{JS: js, Names: names}, lessons.Config{Scope: "tenant"})
+	require.ErrorContains(t, err, "Config.Scope")
+	_, err = lessons.New(lessons.Deps{JS: js, Names: names}, lessons.Config{Scope: lessons.ScopeFleet})
+	require.NoError(t, err)
 }

@@ -79,11 +79,12 @@ func BenchmarkMergeQueue(b *testing.B) {
 				ctx, cancel := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
 				for k := range mergers {
-					ws, err := workspace.New(workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, fmt.Sprintf("m%d", k))}, nil)
+					ws, err := workspace.New(workspace.Deps{}, workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, fmt.Sprintf("m%d", k))})
 					require.NoError(b, err)
 					require.NoError(b, ws.Start(ctx))
-					m, err := mergequeue.New(ctx, bd.js, bd.names, mergequeue.Config{Target: "main", Batch: 8, LeaseTTL: 2 * time.Second,
-						Check: workspace.Command{Argv: []string{"true"}}}, mergequeue.GitRepo{M: ws}, sink, fmt.Sprintf("m%d", k), nil, nil)
+					m, err := mergequeue.New(ctx, mergequeue.Deps{JS: bd.js, Names: bd.names, Repo: mergequeue.GitRepo{M: ws}, Sink: sink,
+						Holder: fmt.Sprintf("m%d", k)}, mergequeue.Config{Target: "main", Batch: 8, LeaseTTL: 2 * time.Second,
+						Check: workspace.Command{Argv: []string{"true"}}})
 					require.NoError(b, err)
 					wg.Add(1)
 					go func() { defer wg.Done(); _ = m.Run(ctx); _ = ws.Close() }()

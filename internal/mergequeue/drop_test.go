@@ -64,11 +64,11 @@ func TestEntryOfATaskNotParkedYetIsKept(t *testing.T) {
 func (bd *bundle) runMerger(t *testing.T, sink mergequeue.Sink) *mergequeue.Merger {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ws, err := workspace.New(workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, "m")}, nil)
+	ws, err := workspace.New(workspace.Deps{}, workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, "m")})
 	require.NoError(t, err)
 	require.NoError(t, ws.Start(ctx))
-	m, err := mergequeue.New(ctx, bd.js, bd.names, mergequeue.Config{Target: "main", Batch: 4, LeaseTTL: 2 * time.Second},
-		mergequeue.GitRepo{M: ws}, sink, "m", nil, nil)
+	m, err := mergequeue.New(ctx, mergequeue.Deps{JS: bd.js, Names: bd.names, Repo: mergequeue.GitRepo{M: ws}, Sink: sink, Holder: "m"},
+		mergequeue.Config{Target: "main", Batch: 4, LeaseTTL: 2 * time.Second})
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(ctx) }()

@@ -85,7 +85,7 @@ func runChild() error {
 	if err != nil {
 		return err
 	}
-	ws, err := workspace.New(workspace.Config{Repo: os.Getenv("MQ_REMOTE"), Dir: os.Getenv("MQ_DIR")}, nil)
+	ws, err := workspace.New(workspace.Deps{}, workspace.Config{Repo: os.Getenv("MQ_REMOTE"), Dir: os.Getenv("MQ_DIR")})
 	if err != nil {
 		return err
 	}
@@ -94,8 +94,8 @@ func runChild() error {
 	}
 	defer ws.Close()
 	holder := os.Getenv("MQ_HOLDER")
-	m, err := mergequeue.New(ctx, js, mergequeue.NewNames(subjects.MustNames(subjects.DefaultPrefix)), cfg,
-		mergequeue.GitRepo{M: ws}, natsSink{nc: nc, holder: holder}, holder, nil, nil)
+	m, err := mergequeue.New(ctx, mergequeue.Deps{JS: js, Names: mergequeue.NewNames(subjects.MustNames(subjects.DefaultPrefix)),
+		Repo: mergequeue.GitRepo{M: ws}, Sink: natsSink{nc: nc, holder: holder}, Holder: holder}, cfg)
 	if err != nil {
 		return err
 	}

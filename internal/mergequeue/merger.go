@@ -73,23 +73,64 @@ type Merger struct {
 	sessions, batches, pushes, merged, skipped, sentBack, dropped, deferred atomic.Int64
 }
 
-// New validates cfg, provisions the queue and returns a merger named holder
-// (unique in the fleet, e.g. the worker's id). red (may be nil) redacts the
-// feedback sent back to implementers.
-func New(ctx context.Context, js jetstream.JetStream, n Names, cfg Config, repo Repo, sink Sink, holder string, red *redact.Redactor, log *slog.Logger) (*Merger, error) {
+// Deps are what a merger works with, handed to it by the worker.
+type Deps struct {
+	// JS is the JetStream context of the queue, the lease and the merge
+	// log; required.
+	JS jetstream.JetStream
+	// Names names the queue's stream, consumer and bucket; required.
+	Names Names
+	// Repo is the repository merges are built in and pushed from;
+	// required.
+	Repo Repo
+	// Sink is told what became of each entry; required.
+	Sink Sink
+	// Holder names this merger in the lease and the merge log, unique in
+	// the fleet (e.g. the worker's id); required.
+	Holder string
+	// Redactor masks the feedback sent back to implementers; nil masks
+	// nothing.
+	Redactor *redact.Redactor
+	// Log is the merger's logger; nil discards.
+	Log *slog.Logger
+}
+
+// validate names the first missing dependency.
+func (d Deps) validate() error {
+	switch {
+	case d.JS == nil:
+		return errors.New("mergequeue: Deps.JS is required")
+	case d.Names.prefix == "":
+		return errors.New("mergequeue: Deps.Names is required")
+	case d.Repo == nil:
+		return errors.New("mergequeue: Deps.Repo is required")
+	case d.Sink == nil:
+		return errors.New("mergequeue: Deps.Sink is required")
+	case d.Holder == "":
+		return errors.New("mergequeue: Deps.Holder is required")
+	}
+	return nil
+}
+
+// New validates deps and cfg, provisions the queue and returns a merger.
+func New(ctx context.Context, deps Deps, cfg Config) (*Merger, error) {
+	if err := deps.validate(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
+	log := deps.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cons, kv, err := Provision(ctx, js, n, cfg)
+	cons, kv, err := Provision(ctx, deps.JS, deps.Names, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Merger{js: js, names: n, cfg: cfg, repo: repo, sink: sink, holder: holder, red: red, cons: cons, kv: kv,
-		log: log.With("component", "mergequeue", "target", cfg.Target)}, nil
+	return &Merger{js: deps.JS, names: deps.Names, cfg: cfg, repo: deps.Repo, sink: deps.Sink, holder: deps.Holder,
+		red: deps.Redactor, cons: cons, kv: kv, log: log.With("component", "mergequeue", "target", cfg.Target)}, nil
 }
 
 // Stats returns the counters.

@@ -61,11 +61,11 @@ func (s *recordingSink) wait(t *testing.T, task string) {
 func (bd *bundle) startMerger(t *testing.T, name, strategy string, sink mergequeue.Sink) (*mergequeue.Merger, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ws, err := workspace.New(workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, name)}, nil)
+	ws, err := workspace.New(workspace.Deps{}, workspace.Config{Repo: bd.remote, Dir: filepath.Join(bd.root, name)})
 	require.NoError(t, err)
 	require.NoError(t, ws.Start(ctx))
-	m, err := mergequeue.New(ctx, bd.js, bd.names, mergequeue.Config{Target: "main", Batch: 4, LeaseTTL: 2 * time.Second, Strategy: strategy},
-		mergequeue.GitRepo{M: ws}, sink, name, nil, nil)
+	m, err := mergequeue.New(ctx, mergequeue.Deps{JS: bd.js, Names: bd.names, Repo: mergequeue.GitRepo{M: ws}, Sink: sink, Holder: name},
+		mergequeue.Config{Target: "main", Batch: 4, LeaseTTL: 2 * time.Second, Strategy: strategy})
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(ctx) }()

@@ -31,16 +31,78 @@ type Service struct {
 	store *state.Store
 	pipe  *pipeline.Pipeline
 	log   *slog.Logger
-	// Expire is review.expire_after (0: no sweep). Reviews carry their
-	// deadline in their state; a worker without it does not sweep.
-	Expire time.Duration
-	// Now is the clock (default time.Now).
+	cfg   Config
+}
+
+// Deps are what a review service works with.
+type Deps struct {
+	// NC is the connection decisions are answered on; required.
+	NC *nats.Conn
+	// Names names the subjects; required.
+	Names subjects.Names
+	// State is the bucket of task state; required.
+	State jetstream.KeyValue
+	// Pipeline applies the decisions; required.
+	Pipeline *pipeline.Pipeline
+	// Log is the service's logger; nil discards.
+	Log *slog.Logger
+}
+
+// validate names the first missing dependency.
+func (d Deps) validate() error {
+	switch {
+	case d.NC == nil:
+		return errors.New("review: Deps.NC is required")
+	case d.Names.Prefix() == "":
+		return errors.New("review: Deps.Names is required")
+	case d.State == nil:
+		return errors.New("review: Deps.State is required")
+	case d.Pipeline == nil:
+		return errors.New("review: Deps.Pipeline is required")
+	}
+	return nil
+}
+
+// Config holds the service's settings.
+type Config struct {
+	// ExpireAfter is review.expire_after; 0 means no sweep. Reviews carry
+	// their deadline in their state; a worker without it does not sweep.
+	ExpireAfter time.Duration
+	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
-// New returns a review service; pipe applies the decisions.
-func New(nc *nats.Conn, names subjects.Names, kv jetstream.KeyValue, pipe *pipeline.Pipeline, log *slog.Logger, expire time.Duration) *Service {
-	return &Service{nc: nc, names: names, kv: kv, store: state.New(kv), pipe: pipe, log: log, Expire: expire, Now: time.Now}
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// validate names the first setting that cannot work.
+func (c Config) validate() error {
+	if c.ExpireAfter < 0 {
+		return fmt.Errorf("review: Config.ExpireAfter %v: must not be negative", c.ExpireAfter)
+	}
+	return nil
+}
+
+// New returns a review service, or an error naming a missing dependency
+// or a bad setting.
+func New(deps Deps, cfg Config) (*Service, error) {
+	if err := deps.validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{nc: deps.NC, names: deps.Names, kv: deps.State, store: state.New(deps.State), pipe: deps.Pipeline,
+		log: log, cfg: cfg.withDefaults()}, nil
 }
 
 // Start subscribes to the review subjects and starts the expiry sweep; the
@@ -58,7 +120,7 @@ func (s *Service) Start(ctx context.Context) (stop func(), err error) {
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	if s.Expire > 0 {
+	if s.cfg.ExpireAfter > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -126,7 +188,7 @@ func (s *Service) Decide(ctx context.Context, workflow, task string, r subjects.
 		reply.Error = err.Error()
 		return reply
 	}
-	d := pipeline.ReviewDecision{Decision: r.Decision, Reviewer: r.Reviewer, Comment: r.Comment, At: s.Now().UTC()}
+	d := pipeline.ReviewDecision{Decision: r.Decision, Reviewer: r.Reviewer, Comment: r.Comment, At: s.cfg.Now().UTC()}
 	st, err := s.pipe.DecideReview(ctx, cur, d)
 	for range 3 {
 		// The state may have moved without a decision (a redelivered
@@ -171,7 +233,7 @@ func sweepEvery(expire time.Duration) time.Duration {
 }
 
 func (s *Service) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(sweepEvery(s.Expire))
+	t := time.NewTicker(sweepEvery(s.cfg.ExpireAfter))
 	defer t.Stop()
 	for {
 		select {
@@ -194,7 +256,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	now, n := s.Now(), 0
+	now, n := s.cfg.Now(), 0
 	for _, t := range waiting {
 		ok, err := s.pipe.ExpireReview(ctx, t, now)
 		switch {

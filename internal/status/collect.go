@@ -19,14 +19,14 @@ import (
 	"github.com/droverhq/drover/subjects"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	DefaultDiscover = 500 * time.Millisecond
 	DefaultTimeout  = 2 * time.Second
 )
 
-// Options tune a collection. Zero fields take the defaults.
-type Options struct {
+// Config tunes a collection. Zero fields take the defaults.
+type Config struct {
 	// Discover is how long replies to the service discovery request are
 	// gathered (default 500ms): every worker that answers within it is
 	// listed.
@@ -36,7 +36,7 @@ type Options struct {
 	Timeout time.Duration
 }
 
-func (o Options) withDefaults() Options {
+func (o Config) withDefaults() Config {
 	if o.Discover <= 0 {
 		o.Discover = DefaultDiscover
 	}
@@ -46,17 +46,36 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Deps are what a Collector asks.
+type Deps struct {
+	// NC discovers the workers and asks their status endpoints; required.
+	NC *nats.Conn
+	// JS reads the streams, consumers and buckets; required.
+	JS jetstream.JetStream
+	// Names names the deployment; required.
+	Names subjects.Names
+}
+
 // Collector takes status snapshots of one deployment.
 type Collector struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	names subjects.Names
-	opts  Options
+	opts  Config
 }
 
-// NewCollector returns a Collector for the deployment names belongs to.
-func NewCollector(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, opts Options) *Collector {
-	return &Collector{nc: nc, js: js, names: names, opts: opts.withDefaults()}
+// NewCollector returns a Collector for the deployment deps.Names belongs
+// to, or an error naming a missing dependency.
+func NewCollector(deps Deps, cfg Config) (*Collector, error) {
+	switch {
+	case deps.NC == nil:
+		return nil, errors.New("status: Deps.NC is required")
+	case deps.JS == nil:
+		return nil, errors.New("status: Deps.JS is required")
+	case deps.Names.Prefix() == "":
+		return nil, errors.New("status: Deps.Names is required")
+	}
+	return &Collector{nc: deps.NC, js: deps.JS, names: deps.Names, opts: cfg.withDefaults()}, nil
 }
 
 // Collect takes a snapshot. The JetStream counts are required (an error

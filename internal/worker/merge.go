@@ -54,8 +54,8 @@ func (w *Worker) startMerger(ctx context.Context, p *pipeline.Pipeline, st *stat
 	// credentials, as the workspace errors do, and the worker's secrets:
 	// the check runs with the worker's environment.
 	red := repoRedactor(m.Config(), w.cfg.Secrets...)
-	mq, err := mergequeue.New(ctx, w.js, mergequeue.NewNames(w.cfg.Names), w.cfg.Merge, mergequeue.GitRepo{M: m},
-		mergequeue.PipelineSink{P: p, State: st}, holderName(w.id), red, w.cfg.Log)
+	mq, err := mergequeue.New(ctx, mergequeue.Deps{JS: w.js, Names: mergequeue.NewNames(w.cfg.Names), Repo: mergequeue.GitRepo{M: m},
+		Sink: mergequeue.PipelineSink{P: p, State: st}, Holder: holderName(w.id), Redactor: red, Log: w.cfg.Log}, w.cfg.Merge)
 	if err != nil {
 		return nil, fmt.Errorf("merge queue: %w", err)
 	}

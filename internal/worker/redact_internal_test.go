@@ -26,7 +26,7 @@ func TestRepoRedactorMasksURLsAndSecrets(t *testing.T) {
 // are masked in it, in their encoded forms too.
 func TestWorkspaceErrorsMaskSecrets(t *testing.T) {
 	t.Parallel()
-	m, err := workspace.New(workspace.Config{Repo: "/srv/repo.git", Dir: t.TempDir()}, nil)
+	m, err := workspace.New(workspace.Deps{}, workspace.Config{Repo: "/srv/repo.git", Dir: t.TempDir()})
 	require.NoError(t, err)
 	a := newWorkspaces(m, "sk-runner-key-0123")
 	err = a.errOf(fmt.Errorf("%w: vendor/sk-runner-key-0123 and c2stcnVubmVyLWtleS0wMTIz", workspace.ErrChangeTooLarge))

@@ -203,9 +203,6 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		cfg.ReadyCache = 3 * time.Second
 	}
 	if cfg.Workspace.Enabled() {
-		if cfg.Workspace.Sandbox == nil {
-			cfg.Workspace.Sandbox = cfg.Sandbox
-		}
 		if cfg.Workspace.MaxWorktrees <= 0 {
 			cfg.Workspace.MaxWorktrees = cfg.Concurrency
 		}
@@ -230,7 +227,9 @@ func New(nc *nats.Conn, cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	if cfg.Lessons == nil {
-		cfg.Lessons = lessons.New(js, cfg.Names, cfg.Log, lessons.Options{Scope: cfg.LessonsScope})
+		if cfg.Lessons, err = lessons.New(lessons.Deps{JS: js, Names: cfg.Names, Log: cfg.Log}, lessons.Config{Scope: cfg.LessonsScope}); err != nil {
+			return nil, err
+		}
 	}
 	w := &Worker{cfg: cfg, nc: nc, js: js, pool: consumers.NewPool(cfg.Concurrency), started: make(chan struct{}),
 		id: cfg.Pipeline.Worker, counts: &counts{next: cfg.Metrics}}
@@ -313,7 +312,7 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		Secrets:   secretScanner(w.cfg),
 	}
 	if w.cfg.Workspace.Enabled() {
-		m, err := workspace.New(w.cfg.Workspace, w.cfg.Log)
+		m, err := workspace.New(workspace.Deps{Sandbox: w.cfg.Sandbox, Log: w.cfg.Log}, w.cfg.Workspace)
 		if err != nil {
 			return err
 		}
@@ -351,12 +350,22 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		}
 		defer stopMerger()
 	}
-	stopCtl, err := workflow.NewController(w.nc, w.js, w.cfg.Names, res.State, res.Audit, p, w.cfg.Log).Start(gateCtx)
+	ctl, err := workflow.NewController(workflow.Deps{NC: w.nc, JS: w.js, Names: w.cfg.Names, State: res.State, Audit: res.Audit,
+		Pipeline: p, Log: w.cfg.Log})
+	if err != nil {
+		return err
+	}
+	stopCtl, err := ctl.Start(gateCtx)
 	if err != nil {
 		return err
 	}
 	defer stopCtl()
-	stopReview, err := review.New(w.nc, w.cfg.Names, res.State, p, w.cfg.Log, w.cfg.Pipeline.Review.ExpireAfter).Start(gateCtx)
+	rs, err := review.New(review.Deps{NC: w.nc, Names: w.cfg.Names, State: res.State, Pipeline: p, Log: w.cfg.Log},
+		review.Config{ExpireAfter: w.cfg.Pipeline.Review.ExpireAfter})
+	if err != nil {
+		return err
+	}
+	stopReview, err := rs.Start(gateCtx)
 	if err != nil {
 		return err
 	}

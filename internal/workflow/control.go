@@ -49,11 +49,54 @@ type Controller struct {
 	now   func() time.Time
 }
 
-// NewController returns a controller. pipe cancels parked tasks and
-// publishes them again on resume.
-func NewController(nc *nats.Conn, js jetstream.JetStream, names subjects.Names, kv jetstream.KeyValue, auditStream jetstream.Stream, pipe *pipeline.Pipeline, log *slog.Logger) *Controller {
-	return &Controller{nc: nc, names: names, kv: kv, store: state.New(kv), audit: auditStream,
-		pub: audit.NewPublisher(js, names), pipe: pipe, log: log, now: time.Now}
+// Deps are what a controller works with.
+type Deps struct {
+	// NC is the connection the control subjects are answered on; required.
+	NC *nats.Conn
+	// JS publishes the audit events of control actions; required.
+	JS jetstream.JetStream
+	// Names names the subjects; required.
+	Names subjects.Names
+	// State is the bucket of workflow and task state; required.
+	State jetstream.KeyValue
+	// Audit is the audit stream, read to list a workflow's tasks; required.
+	Audit jetstream.Stream
+	// Pipeline publishes parked tasks again on resume and cancels them on
+	// cancel; nil only where no task is parked (tests of the other actions).
+	Pipeline *pipeline.Pipeline
+	// Log is the controller's logger; nil discards.
+	Log *slog.Logger
+}
+
+// validate names the first missing dependency.
+func (d Deps) validate() error {
+	switch {
+	case d.NC == nil:
+		return errors.New("workflow: Deps.NC is required")
+	case d.JS == nil:
+		return errors.New("workflow: Deps.JS is required")
+	case d.Names.Prefix() == "":
+		return errors.New("workflow: Deps.Names is required")
+	case d.State == nil:
+		return errors.New("workflow: Deps.State is required")
+	case d.Audit == nil:
+		return errors.New("workflow: Deps.Audit is required")
+	}
+	return nil
+}
+
+// NewController returns a controller, or an error naming a missing
+// dependency.
+func NewController(deps Deps) (*Controller, error) {
+	if err := deps.validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Controller{nc: deps.NC, names: deps.Names, kv: deps.State, store: state.New(deps.State), audit: deps.Audit,
+		pub: audit.NewPublisher(deps.JS, deps.Names), pipe: deps.Pipeline, log: log, now: time.Now}, nil
 }
 
 // Start subscribes to the control subjects; the returned stop drains the

@@ -29,7 +29,7 @@ func (m *Manager) runCommand(ctx context.Context, p sandbox.Paths, c Command, en
 	defer cancel()
 	spec := sandbox.Spec{Paths: p, Env: commandEnv(c.Env, env, os.LookupEnv)}
 	var cmd *exec.Cmd
-	if sb := m.cfg.Sandbox; sb != nil {
+	if sb := m.sb; sb != nil {
 		var err error
 		if cmd, err = sb.Command(ctx, spec, c.Argv); err != nil {
 			return err

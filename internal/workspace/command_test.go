@@ -55,7 +55,7 @@ func TestCommandEnvIsBuilt(t *testing.T) {
 			}
 			check := Command{Argv: []string{"sh", "check.sh"}, Env: []string{"PASS_ME", "LITERAL=x", "UNSET_HERE"}}
 			repo := newTestRepo(t)
-			m := newManager(t, repo.remote, func(c *Config) { c.Sandbox = sb })
+			m := newManagerWith(t, repo.remote, Deps{Sandbox: sb}, nil)
 			head := pushTask(t, m, repo.base, "A", map[string]string{"check.sh": dumpScript})
 
 			s, err := m.Scratch(ctx, head)
@@ -71,7 +71,7 @@ func TestCommandEnvIsBuilt(t *testing.T) {
 			}
 			require.NotContains(t, string(dump), "UNSET_HERE")
 
-			m2 := newManager(t, repo.remote, func(c *Config) { c.Sandbox, c.Setup = sb, []Command{check} })
+			m2 := newManagerWith(t, repo.remote, Deps{Sandbox: sb}, func(c *Config) { c.Setup = []Command{check} })
 			branch, err := m2.Branch("wf", "B", "")
 			require.NoError(t, err)
 			_, err = m2.Open(ctx, Spec{Workflow: "wf", Task: "B", Branch: branch, Base: head})

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/droverhq/drover/internal/sandbox"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -131,10 +130,6 @@ type Config struct {
 	MaxPatchBytes int `yaml:"max_patch_bytes"`
 	// GitTimeout bounds one git command (default 5 minutes).
 	GitTimeout time.Duration `yaml:"git_timeout"`
-	// Sandbox contains the setup and cleanup commands and the merge check
-	// (the worker sets it from the sandbox: section). nil: uncontained, as
-	// sandbox mode none; their environment is built all the same.
-	Sandbox *sandbox.Sandbox `yaml:"-"`
 }
 
 // Enabled reports whether workspaces are on: a repository is named.

@@ -79,11 +79,17 @@ func newTestRepo(t testing.TB) testRepo {
 // newManager starts a Manager on the repo with its own Dir.
 func newManager(t testing.TB, repo string, edit func(*Config)) *Manager {
 	t.Helper()
+	return newManagerWith(t, repo, Deps{}, edit)
+}
+
+// newManagerWith is newManager with deps.
+func newManagerWith(t testing.TB, repo string, deps Deps, edit func(*Config)) *Manager {
+	t.Helper()
 	cfg := Config{Repo: repo, Dir: filepath.Join(t.TempDir(), "ws"), PushDelay: 20 * time.Millisecond, GitTimeout: time.Minute}
 	if edit != nil {
 		edit(&cfg)
 	}
-	m, err := New(cfg, nil)
+	m, err := New(deps, cfg)
 	require.NoError(t, err)
 	require.NoError(t, m.Start(context.Background()))
 	t.Cleanup(func() { _ = m.Close() })

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/droverhq/drover/internal/sandbox"
 )
 
 // readyTTL is how long a Ready answer is reused.
@@ -53,6 +55,7 @@ func mirrorConfig(repo, hooks string) [][2]string {
 // Manager owns one worker's mirror and worktrees.
 type Manager struct {
 	cfg    Config
+	sb     *sandbox.Sandbox // nil: uncontained
 	log    *slog.Logger
 	git    *gitRunner
 	mirror string // Dir/mirror.git
@@ -90,14 +93,25 @@ type Manager struct {
 	pusher *pusher
 }
 
+// Deps are what a Manager works with.
+type Deps struct {
+	// Sandbox contains the setup and cleanup commands and the merge check
+	// (the worker sets it from the sandbox: section). nil: uncontained, as
+	// sandbox mode none; their environment is built all the same.
+	Sandbox *sandbox.Sandbox
+	// Log is the Manager's logger; nil discards.
+	Log *slog.Logger
+}
+
 // New checks cfg (Validate) and returns a Manager; Start prepares it.
-func New(cfg Config, log *slog.Logger) (*Manager, error) {
+func New(deps Deps, cfg Config) (*Manager, error) {
 	if !cfg.Enabled() {
 		return nil, fmt.Errorf("%w: workspace.repo: required", ErrInvalidConfig)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	log := deps.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -107,7 +121,7 @@ func New(cfg Config, log *slog.Logger) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{
-		cfg: cfg, log: log.With("component", "workspace"), git: g,
+		cfg: cfg, sb: deps.Sandbox, log: log.With("component", "workspace"), git: g,
 		mirror: filepath.Join(cfg.Dir, "mirror.git"),
 		wtRoot: filepath.Join(cfg.Dir, "wt"),
 		tmp:    filepath.Join(cfg.Dir, "tmp"),

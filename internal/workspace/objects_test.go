@@ -229,7 +229,7 @@ func TestScratchCheckObjectsDropped(t *testing.T) {
 	repo := newTestRepo(t)
 	sb, err := sandbox.New(sandbox.Config{})
 	require.NoError(t, err)
-	m := newManager(t, repo.remote, func(c *Config) { c.Sandbox = sb })
+	m := newManagerWith(t, repo.remote, Deps{Sandbox: sb}, nil)
 	ctx := context.Background()
 	s, err := m.Scratch(ctx, repo.base)
 	require.NoError(t, err)
