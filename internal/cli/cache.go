@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droverhq/drover/internal/cache"
+	"github.com/droverhq/drover/internal/table"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -50,14 +51,14 @@ func newCacheStatsCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "ROLE\tENTRIES\tBYTES\n")
 			for _, r := range st.Roles {
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", r.Role, r.Entries, byteSize(r.Bytes))
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", r.Role, r.Entries, table.Bytes(r.Bytes))
 			}
-			fmt.Fprintf(tw, "total\t%d\t%s\n", st.Entries, byteSize(st.Bytes))
+			fmt.Fprintf(tw, "total\t%d\t%s\n", st.Entries, table.Bytes(st.Bytes))
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(g.stdout, "bucket %s: %s stored with keys and headers, entries live %s\n",
-				st.Bucket, byteSize(st.StoredBytes), st.TTL)
+				st.Bucket, table.Bytes(st.StoredBytes), st.TTL)
 			return err
 		},
 	}
@@ -158,18 +159,4 @@ func newCacheClearCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm removing every entry")
 	return cmd
-}
-
-// byteSize renders n bytes with a binary unit, e.g. "1.5 KiB".
-func byteSize(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/table"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -108,8 +109,8 @@ func TestWriteTaskStateOmitsOutbox(t *testing.T) {
 
 func TestByteSize(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "0 B", byteSize(0))
-	require.Equal(t, "1023 B", byteSize(1023))
-	require.Equal(t, "1.5 KiB", byteSize(1536))
-	require.Equal(t, "2.0 MiB", byteSize(2<<20))
+	require.Equal(t, "0 B", table.Bytes(0))
+	require.Equal(t, "1023 B", table.Bytes(1023))
+	require.Equal(t, "1.5 KiB", table.Bytes(1536))
+	require.Equal(t, "2.0 MiB", table.Bytes(2<<20))
 }

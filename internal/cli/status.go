@@ -15,6 +15,7 @@ import (
 
 	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/status"
+	"github.com/droverhq/drover/internal/table"
 )
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -154,7 +155,7 @@ func renderStatus(w io.Writer, r status.Report, asJSON, indent bool) error {
 		ratio = fmt.Sprintf("%.1f%%", *r.Cache.HitRatio*100)
 	}
 	fmt.Fprintf(w, "\ncache  %d entries, hit ratio %s (%d hits, %d misses)\n", r.Cache.Entries, ratio, r.Cache.Hits, r.Cache.Misses)
-	_, err := fmt.Fprintf(w, "audit  %d messages, %s\n", r.Audit.Messages, strings.TrimSpace(byteSize(r.Audit.Bytes)))
+	_, err := fmt.Fprintf(w, "audit  %d messages, %s\n", r.Audit.Messages, strings.TrimSpace(table.Bytes(r.Audit.Bytes)))
 	return err
 }
 
@@ -173,7 +174,7 @@ func renderWorkspaces(w io.Writer, workers []status.Worker) error {
 			fmt.Fprintln(tw, "WORKSPACES\tWORKTREES\tOPEN\tKEPT\tDISK\tFETCHES\tPUSHES\tPUSHED BRANCHES\tPUSH RETRIES")
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\n", wk.WorkerID, ws.Worktrees, ws.Open, ws.Kept,
-			strings.TrimSpace(byteSize(uint64(max(ws.DiskBytes, 0)))), ws.Fetches, ws.Pushes, ws.PushedRefs, ws.PushRetries)
+			strings.TrimSpace(table.Bytes(uint64(max(ws.DiskBytes, 0)))), ws.Fetches, ws.Pushes, ws.PushedRefs, ws.PushRetries)
 	}
 	if tw == nil {
 		return nil

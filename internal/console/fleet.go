@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/droverhq/drover/internal/status"
+	"github.com/droverhq/drover/internal/table"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -140,6 +141,6 @@ func fleetItem(r status.Report, spark []int) map[string]any {
 		wk[x.ServiceID] = map[string]any{"in_flight": x.InFlight, "completed": x.Tasks.Completed, "failed": x.Tasks.Failed,
 			"uptime": fmtDuration(time.Duration(x.UptimeS * float64(time.Second)))}
 	}
-	return map[string]any{"k": "f", "q": q, "wk": wk, "sp": spark, "am": r.Audit.Messages, "ab": fmtBytes(r.Audit.Bytes),
+	return map[string]any{"k": "f", "q": q, "wk": wk, "sp": spark, "am": r.Audit.Messages, "ab": table.Bytes(r.Audit.Bytes),
 		"hr": hitRatio(r.Cache), "ce": r.Cache.Entries}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/droverhq/drover/internal/status"
+	"github.com/droverhq/drover/internal/table"
 )
 
 // session is who is asking, and their session's ID.
@@ -131,7 +132,7 @@ func (s *Server) funcs() template.FuncMap {
 	return template.FuncMap{
 		"dur":     fmtDuration,
 		"secs":    func(f float64) string { return fmtDuration(time.Duration(f * float64(time.Second))) },
-		"bytes":   fmtBytes,
+		"bytes":   table.Bytes,
 		"time":    fmtTime,
 		"ago":     func(t time.Time) string { return fmtAgo(t, time.Now()) },
 		"pct":     func(a, b int) int { return percent(a, b) },
@@ -170,19 +171,6 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
-func fmtBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func fmtTime(t time.Time) string {

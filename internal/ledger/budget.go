@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/droverhq/drover/internal/backoff"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -240,23 +241,11 @@ func (k *Keeper) update(ctx context.Context, key string, f func(*Spend)) error {
 		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			return fmt.Errorf("spend %s: %w", key, err)
 		}
-		if err := sleepCtx(ctx, time.Duration(try+1)*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, time.Duration(try+1)*time.Millisecond); err != nil {
 			return err
 		}
 	}
 	return fmt.Errorf("spend %s: kept conflicting", key)
-}
-
-// sleepCtx waits d or until ctx ends: a short backoff between CAS tries.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // FleetSpend sums the spend of every workflow in the spend bucket: the

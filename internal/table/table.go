@@ -4,6 +4,7 @@
 package table
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/droverhq/drover/internal/redact"
@@ -28,4 +29,18 @@ func Cell(s string) string {
 		}
 		return r
 	}, s)))
+}
+
+// Bytes renders n bytes with a binary unit, e.g. "1.5 KiB".
+func Bytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

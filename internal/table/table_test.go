@@ -25,3 +25,9 @@ func TestCell(t *testing.T) {
 		})
 	}
 }
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 2 << 20: "2.0 MiB", 3 << 40: "3.0 TiB"} {
+		assert.Equal(t, want, Bytes(n), "Bytes(%d)", n)
+	}
+}
