@@ -242,12 +242,12 @@ func matrixSession(t *testing.T, ag matrixAgent) {
 	after := r.submit(task("matrix", "T1"))
 	end := r.waitTerminal("matrix", after, 1)["T1"]
 	require.Equal(t, subjects.EventTaskCompleted, end.EventType, "%s %s", end.Action, end.Error)
-	verdicts := map[int]string{}
+	verdicts := map[int][2]string{}
 	files := map[int][]string{}
 	for _, ev := range r.events("matrix") {
 		switch ev.EventType {
 		case subjects.EventJudgeVerdict:
-			verdicts[ev.Attempt] = ev.Action
+			verdicts[ev.Attempt] = [2]string{ev.Action, ev.Reasoning}
 		case subjects.EventImplementerChange:
 			var m struct{ Workspace subjects.WorkspaceChange }
 			require.NoError(t, json.Unmarshal(ev.Metadata, &m))
@@ -256,7 +256,8 @@ func matrixSession(t *testing.T, ag matrixAgent) {
 			}
 		}
 	}
-	require.Equal(t, map[int]string{1: subjects.VerdictReject, 2: subjects.VerdictApprove}, verdicts)
+	require.Equal(t, map[int][2]string{1: {subjects.VerdictReject, "add a test that checks hello.txt"},
+		2: {subjects.VerdictApprove, "hello.txt and its test are there"}}, verdicts)
 	require.Subset(t, files[1], []string{"hello.txt", "verified.txt"}, "the agent's write and its command's effect are recorded")
 	require.Subset(t, files[2], []string{"hello_test.sh", "test.out"}, "attempt 2's test ran in the worktree")
 
@@ -287,6 +288,8 @@ func matrixRefused(t *testing.T, ag matrixAgent) {
 	after := r.submit(task("refused", "T1"))
 	end := r.waitTerminal("refused", after, 1)["T1"]
 	require.Equal(t, subjects.EventTaskFailed, end.EventType)
+	require.Equal(t, string(subjects.ReasonRoleFailed), end.Action, "a refused key is not retried: %s", end.Error)
+	require.Len(t, loop(r.impl), 1, "a refused key is not retried")
 	require.Contains(t, end.Error, ag.refused, "the agent's own message is recorded")
 	for _, ev := range r.events("refused") {
 		require.NotContains(t, string(ev.Output)+string(ev.Metadata)+ev.Error, matrixKey, "the key never reaches the record")

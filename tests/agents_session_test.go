@@ -305,41 +305,6 @@ func TestAgentSessionResumedOnAnotherWorker(t *testing.T) {
 	require.Len(t, sessions[m1.ID], 7)
 }
 
-// A task budget stops a real agent's task: the implementer's cost, as
-// Claude Code reports what the fake said, exceeds the task's budget, so
-// the judge is not started and the task fails with budget_exceeded; the
-// cost in `drover cost` is the fake's.
-func TestAgentTaskBudgetStops(t *testing.T) {
-	t.Parallel()
-	r := startSessionRig(t, rigOptions{},
-		agenttest.Turn{Tool: "Bash", Input: map[string]any{"command": `printf 'hi\n' > hello.txt`, "description": "write"}, InputTokens: 200000, OutputTokens: 2000},
-		agenttest.Turn{Text: `{"change":"wrote hello.txt","files":["hello.txt"]}`, InputTokens: 210000, OutputTokens: 500},
-	)
-	req := task("budget", "T1")
-	req.Metadata = map[string]json.RawMessage{ledger.MetaTaskBudget: json.RawMessage("1")}
-	after := r.submit(req)
-	end := r.waitTerminal("budget", after, 1)["T1"]
-	require.Equal(t, subjects.EventTaskFailed, end.EventType)
-	require.Equal(t, string(subjects.ReasonBudgetExceeded), end.Action, end.Error)
-	require.Contains(t, end.Error, "task budget exceeded")
-	for _, ev := range r.events("budget") {
-		require.NotEqual(t, subjects.EventJudgeVerdict, ev.EventType, "the judge is not started")
-	}
-
-	fresh, cached, out, usd := usageOf(r.fake.Requests())
-	require.Greater(t, usd, 1.0)
-	code, o, errOut := r.drover("cost", "--workflow", "budget", "--json")
-	require.Zero(t, code, errOut)
-	var rep struct {
-		Total ledger.Totals `json:"total"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(o), &rep), o)
-	require.Equal(t, fresh+cached, rep.Total.InputTokens, o)
-	require.Equal(t, out, rep.Total.OutputTokens, o)
-	require.InDelta(t, usd, rep.Total.USD, 1e-9, o)
-	t.Logf("budget $1: spent $%.4f (%d input, %d output tokens); %s", usd, fresh+cached, out, end.Error)
-}
-
 // removeBlobs deletes every object of the blob store.
 func (r *agentRig) removeBlobs() int {
 	r.t.Helper()
