@@ -198,6 +198,8 @@ func bySession(reqs []agenttest.Request) ([]string, map[string][]agenttest.Reque
 // figures of both (docs/performance.md, "Agent sessions") are logged.
 func TestAgentSessionKeptAcrossAttempts(t *testing.T) {
 	t.Parallel()
+	requireSandbox(t)
+	agenttest.CLI(t, "claude") // skipped here, not in each row: the figures compare both
 	type figures struct {
 		calls              int
 		fresh, cached, out int64
