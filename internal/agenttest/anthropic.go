@@ -121,11 +121,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		rec.Turn = n
-		if n < len(f.script) {
-			turn = f.script[n]
-		} else {
-			turn = Turn{Text: "script exhausted", InputTokens: 1, OutputTokens: 1}
-		}
+		turn = f.turn(body, n)
 	}
 	f.mu.Lock()
 	var cacheRead int64

@@ -1,6 +1,7 @@
 package agenttest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"net/http"
@@ -22,6 +23,41 @@ type fake struct {
 	// Meter: usage is measured, not scripted (see Meter).
 	metered bool
 	seen    map[[sha256.Size]byte]bool
+	// on are the scripts of On, by the marker that selects them.
+	on []branch
+}
+
+type branch struct {
+	marker string
+	script []Turn
+}
+
+// On makes a request of the agent's loop whose body holds marker play
+// script instead of the fake's own, from the first On that matches: a
+// role run twice with different prompts (a judge's attempt 1 and 2)
+// gets different answers.
+func (f *fake) On(marker string, script ...Turn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.on = append(f.on, branch{marker, script})
+}
+
+// turn is the turn n of the script that body selects (see On), or a
+// short answer past its end.
+func (f *fake) turn(body []byte, n int) Turn {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	script := f.script
+	for _, b := range f.on {
+		if bytes.Contains(body, []byte(b.marker)) {
+			script = b.script
+			break
+		}
+	}
+	if n < len(script) {
+		return script[n]
+	}
+	return Turn{Text: "script exhausted", InputTokens: 1, OutputTokens: 1}
 }
 
 // Meter makes the fake report measured usage instead of the script's

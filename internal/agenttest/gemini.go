@@ -71,11 +71,9 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 				rec.Turn++
 			}
 		}
-		turn = Turn{Text: "script exhausted", InputTokens: 1, OutputTokens: 1}
-		if rec.Turn < len(f.script) {
-			turn = f.script[rec.Turn]
-		}
+		turn = f.turn(body, rec.Turn)
 	}
+	rec.InputTokens, rec.OutputTokens = turn.InputTokens, turn.OutputTokens
 	f.mu.Lock()
 	f.requests = append(f.requests, rec)
 	if turn.Status == 0 {

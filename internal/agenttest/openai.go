@@ -79,10 +79,7 @@ func (f *Responses) serve(w http.ResponseWriter, r *http.Request) {
 			rec.Turn++ // one answer of the model (the fake gives one item each)
 		}
 	}
-	turn := Turn{Text: "script exhausted", InputTokens: 1, OutputTokens: 1}
-	if rec.Turn < len(f.script) {
-		turn = f.script[rec.Turn]
-	}
+	turn := f.turn(body, rec.Turn)
 	f.mu.Lock()
 	var cached int64
 	if f.metered && turn.Status == 0 {

@@ -130,6 +130,8 @@ func (e *Exec) resume(ctx context.Context, req Request, s *Session, home, why st
 		return fmt.Sprintf("the previous attempt ran agent %q", s.Agent), nil
 	case err != nil:
 		return err.Error(), nil
+	case !ok && sessionDirEnv[e.cfg.Agent] == "":
+		return fmt.Sprintf("%s sessions are not resumed", e.cfg.Agent), nil
 	case !ok:
 		return fmt.Sprintf("%s cannot resume with this argv", e.cfg.Agent), nil
 	case home == "":

@@ -111,6 +111,8 @@ func requireUsage(t *testing.T, reqs []agenttest.Request, res Result) {
 // logged (docs/using-a-real-model.md, Codex's sessions).
 func TestRealCodexSessionKept(t *testing.T) {
 	t.Parallel()
+	requireBwrap(t)
+	agenttest.CLI(t, "codex") // skipped here, not in each row: the figures compare both
 	type figures struct {
 		calls              int
 		fresh, cached, out int64
