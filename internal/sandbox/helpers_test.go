@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // secretName is a variable of the test process that no contained
@@ -16,7 +17,7 @@ const secretName = "DROVER_SANDBOX_TEST_SECRET"
 
 func TestMain(m *testing.M) {
 	os.Setenv(secretName, "s3cret-value")
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // requireBwrap skips t when bwrap is not installed, unless CI is set: in
