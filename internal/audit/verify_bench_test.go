@@ -79,7 +79,7 @@ func TestVerifyMillion(t *testing.T) {
 	}()
 	rep, err := audit.Verify(ctx, js, rdNames, audit.VerifyOptions{DLQ: true})
 	close(stop)
-	<-sampled
+	natstest.Recv(t, sampled, 30*time.Second)
 	require.NoError(t, err)
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)

@@ -254,7 +254,7 @@ func TestCardsShowTitleAndAgent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = later.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); natstest.Recv(t, done, 30*time.Second) })
 	srv := httptest.NewServer(later.Handler())
 	t.Cleanup(srv.Close)
 	require.Eventually(t, func() bool { return shows(srv.URL) }, 10*time.Second, 20*time.Millisecond, "read at start")

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/subjects"
@@ -85,7 +86,7 @@ func (tb *testBundle) serve(srv *ops.Server, err error) {
 	go func() { tb.served <- srv.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-tb.served
+		natstest.Recv(t, tb.served, 30*time.Second)
 	})
 }
 

@@ -23,12 +23,16 @@ func deadline(t *testing.T) context.Context {
 	return ctx
 }
 
-func recv(t *testing.T, ctx context.Context, c <-chan struct{}, what string) {
+// recv receives from c, or fails the test when ctx ends first.
+func recv[T any](t *testing.T, ctx context.Context, c <-chan T, what string) T {
 	t.Helper()
 	select {
-	case <-c:
+	case v := <-c:
+		return v
 	case <-ctx.Done():
 		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
 	}
 }
 
@@ -80,7 +84,7 @@ func TestNeverMoreThanSizeRunning(t *testing.T) {
 			recv(t, ctx, started, "the next function to start")
 		}
 	}
-	require.NoError(t, <-fed)
+	require.NoError(t, recv(t, ctx, fed, "the feeder to end"))
 	require.True(t, p.Wait(ctx))
 	require.EqualValues(t, size, maxRunning.Load())
 	require.Zero(t, running.Load())
@@ -219,11 +223,11 @@ func TestReleaseHandsSlotsInOrder(t *testing.T) {
 		require.Eventually(t, func() bool { return p.Waiting() == i }, 5*time.Second, time.Millisecond)
 	}
 	p.Release()
-	require.Equal(t, 1, <-got, "the first in line")
+	require.Equal(t, 1, recv(t, ctx, got, "the first waiter's slot"), "the first in line")
 	require.Zero(t, p.Free())
 	require.False(t, p.TryAcquire(), "nothing free while someone waits")
 	p.Release()
-	require.Equal(t, 2, <-got)
+	require.Equal(t, 2, recv(t, ctx, got, "the second waiter's slot"))
 	require.Zero(t, p.Waiting())
 	p.Release()
 	p.Release()
@@ -248,11 +252,11 @@ func TestWantedWhileAHungryCallerWaits(t *testing.T) {
 
 	// The hungry waiter gives up: the signal is withdrawn.
 	cancelHungry()
-	require.ErrorIs(t, <-hungry, context.Canceled)
+	require.ErrorIs(t, recv(t, ctx, hungry, "the hungry waiter to give up"), context.Canceled)
 	require.False(t, p.Contended())
 
 	p.Release() // to the idle waiter
-	require.NoError(t, <-idle)
+	require.NoError(t, recv(t, ctx, idle, "the idle waiter's slot"))
 	require.Zero(t, p.Free())
 	p.Release()
 	require.Equal(t, 1, p.Free())
@@ -271,7 +275,7 @@ func TestCancelledWaiterPassesItsSlotOn(t *testing.T) {
 		require.Eventually(t, func() bool { return p.Waiting() == 1 }, 5*time.Second, time.Millisecond)
 		go cancel()
 		p.Release()
-		if err := <-done; err == nil {
+		if err := recv(t, ctx, done, "the waiter to return"); err == nil {
 			p.Release()
 		}
 		require.Equal(t, 1, p.Free(), "no slot lost")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/prompt"
 	"github.com/droverhq/drover/subjects"
 )
@@ -188,7 +189,7 @@ func TestExecRunsConcurrently(t *testing.T) {
 		}()
 	}
 	for range cap(errs) {
-		err := <-errs
+		err := natstest.Recv(t, errs, 30*time.Second)
 		require.False(t, errors.Is(err, ErrPermanent))
 		require.NoError(t, err)
 	}

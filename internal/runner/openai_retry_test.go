@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/backoff"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -136,7 +137,7 @@ func TestOpenAICancelStopsRetries(t *testing.T) {
 		_, err := o.Run(ctx, req)
 		errc <- err
 	}()
-	<-served
+	natstest.Recv(t, served, 30*time.Second)
 	cancel()
 	select {
 	case err := <-errc:

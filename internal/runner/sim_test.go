@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -192,7 +194,7 @@ func TestSimCounting(t *testing.T) {
 		}()
 	}
 	for i := 0; i < n; i++ {
-		<-started
+		natstest.Recv(t, started, 30*time.Second)
 	}
 	require.EqualValues(t, n, s.InFlight())
 	cancel()

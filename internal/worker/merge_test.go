@@ -43,7 +43,7 @@ func (b *wsBundle) startMerging(t *testing.T, set runner.Set, dir string) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { cancel(); require.NoError(t, <-done) }) })
+	t.Cleanup(func() { once.Do(func() { cancel(); require.NoError(t, natstest.Recv(t, done, 30*time.Second)) }) })
 	select {
 	case <-w.Started():
 	case err := <-done:

@@ -57,7 +57,7 @@ func TestSandboxNoneIsWarnedAndNoted(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			served := make(chan error, 1)
 			go func() { served <- hs.Serve(ctx) }()
-			t.Cleanup(func() { cancel(); <-served })
+			t.Cleanup(func() { cancel(); natstest.Recv(t, served, 30*time.Second) })
 			client := &http.Client{Timeout: 10 * time.Second}
 			var body string
 			require.Eventually(t, func() bool {
