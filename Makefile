@@ -1,10 +1,11 @@
 # Drover. `make run` starts a worker on an embedded NATS server and feeds it the
-# example board; `make test` runs every test against real NATS servers.
+# example board; `make test` runs every test against real NATS servers;
+# `make test-unit` runs the tests that need no server, git, sandbox or agent CLI.
 GO ?= go
 BIN := bin/drover
 PKGS := ./...
 
-.PHONY: run build test test-short test-tools scale lint fmt bench fuzz clean
+.PHONY: run build test test-unit test-tools scale lint fmt bench fuzz clean
 
 # staticcheck at a pinned version, installed into the Go bin directory when missing.
 STATICCHECK_VERSION := v0.8.2
@@ -22,7 +23,7 @@ build:
 run: build
 	$(BIN) serve --log-format text --submit examples/board.json
 
-test test-short: export PATH := $(GOBIN_DIR):$(PATH)
+test: export PATH := $(GOBIN_DIR):$(PATH)
 
 test-tools:
 	@PATH="$(GOBIN_DIR):$$PATH" command -v nats >/dev/null || $(GO) install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
@@ -33,8 +34,10 @@ test: test-tools
 	$(GO) vet -tags failpoints $(PKGS)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
-test-short:
-	$(GO) test -count=1 -timeout 10m $(PKGS)
+# The fast layer: with -short, every test that starts a NATS server or runs
+# git, bwrap or an agent CLI skips (the helpers that start them skip it).
+test-unit:
+	$(GO) test -short -count=1 -timeout 5m $(PKGS)
 
 # The throughput of 1, 2 and 3 worker processes, a measurement the suite skips.
 scale:

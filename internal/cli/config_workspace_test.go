@@ -20,6 +20,9 @@ import (
 // planner not.
 func TestConfigCheckWorkspace(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs git: not run with -short")
+	}
 	repo := filepath.Join(t.TempDir(), "remote.git")
 	out, err := exec.Command("git", "init", "-q", "--bare", repo).CombinedOutput()
 	require.NoError(t, err, "%s", out)

@@ -24,6 +24,9 @@ import (
 
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs git: not run with -short")
+	}
 	out, err := gitTry(dir, args...)
 	require.NoError(t, err)
 	return out
