@@ -7,9 +7,11 @@ PKGS := ./...
 
 .PHONY: run build test test-unit test-tools scale lint fmt bench fuzz clean
 
-# staticcheck at a pinned version, installed into the Go bin directory when missing.
-STATICCHECK_VERSION := v0.8.2
-STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
+# golangci-lint at a pinned version, installed into the Go bin directory when
+# missing; .golangci.yml says what it checks (staticcheck's default set,
+# errcheck, testifylint).
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(shell $(GO) env GOPATH)/bin/golangci-lint
 
 # The tools tests/contract_doc_test.go runs the contract's examples with: the nats
 # CLI at a pinned version (into the Go bin directory, which the tests get on PATH)
@@ -44,8 +46,8 @@ scale:
 	DROVER_SCALE=1 $(GO) test -count=1 -timeout 15m -run '^TestScaleThroughput$$' -v ./tests/
 
 lint:
-	@$(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-	$(STATICCHECK) $(PKGS)
+	@$(GOLANGCI_LINT) version 2>/dev/null | grep -qF ' $(GOLANGCI_LINT_VERSION:v%=%) ' || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	$(GOLANGCI_LINT) run $(PKGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -105,6 +105,6 @@ func TestValidBranchMatchesGit(t *testing.T) {
 			assert.True(t, gitOK, "%q: git refuses it, it is not stricter", tc.name)
 			continue
 		}
-		assert.Equal(t, gitOK, tc.want, "%q: git says valid=%v", tc.name, gitOK)
+		assert.Equal(t, tc.want, gitOK, "%q: git says valid=%v", tc.name, gitOK)
 	}
 }

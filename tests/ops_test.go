@@ -76,7 +76,7 @@ func serveOps(t *testing.T, w *worker.Worker, m *ops.Metrics) func(path string) 
 		t.Helper()
 		resp, err := client.Get("http://" + srv.Addr() + path)
 		require.NoError(t, err)
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		return resp.StatusCode, string(body)

@@ -499,7 +499,7 @@ func (pc *permConsole) get(t *testing.T, path string) (int, string) {
 	t.Helper()
 	resp, err := pc.c.Get(pc.url + path)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, string(b)
@@ -517,7 +517,7 @@ func (pc *permConsole) post(t *testing.T, path string, form url.Values) (int, st
 	req.Header.Set("Origin", pc.url) // a browser's form sends its origin
 	resp, err := pc.c.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, string(b)

@@ -168,7 +168,7 @@ unless --keep.`,
 				if err != nil {
 					return fmt.Errorf("%s: %w", pf.flag, err)
 				}
-				defer f.Close()
+				defer func() { _ = f.Close() }() // a profile; the run reports its own errors
 				*pf.out = f
 			}
 			rep, err := bench.Run(cmd.Context(), cfg)

@@ -126,7 +126,7 @@ func checkWorkspace(ctx context.Context, g *globals, c workspace.Config) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(scratch)
+	defer func() { _ = os.RemoveAll(scratch) }() // best effort: a temporary file
 	c.Dir = filepath.Join(scratch, "workspaces")
 	m, err := workspace.New(c, g.log)
 	if err != nil {

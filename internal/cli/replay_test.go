@@ -36,7 +36,7 @@ func TestReplayCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); natstest.Recv(t, done, 30*time.Second) })
+	t.Cleanup(func() { cancel(); _ = natstest.Recv(t, done, 30*time.Second) })
 	natstest.Recv(t, w.Started(), 30*time.Second)
 	reqs := []subjects.TaskRequest{
 		{Workflow: "wf", ID: "a", Scope: "do a"},

@@ -85,7 +85,7 @@ func TestParseWhen(t *testing.T) {
 	} {
 		got, err := parseWhen(tc.in, now)
 		if tc.err {
-			assert.Error(t, err, tc.in)
+			require.Error(t, err, tc.in)
 			continue
 		}
 		require.NoError(t, err, tc.in)

@@ -71,7 +71,7 @@ func TestGuardedEndsTheCallAtItsDenial(t *testing.T) {
 	})
 	natstest.Recv(t, started, 30*time.Second)
 	var he httpError
-	require.True(t, errors.As(err, &he), "%v", err)
+	require.ErrorAs(t, err, &he, "%v", err)
 	require.Equal(t, http.StatusForbidden, he.code)
 	require.Contains(t, he.msg, "this console's NATS user may not pause workflows")
 	require.Contains(t, he.msg, "x.pause")

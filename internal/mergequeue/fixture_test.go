@@ -208,7 +208,7 @@ func (b *bundle) start(holder string) {
 			_ = cmd.Process.Kill()
 			<-done
 		}
-		logf.Close()
+		_ = logf.Close() // a log the test has read or will not
 		if b.t.Failed() {
 			out, _ := os.ReadFile(logf.Name())
 			b.t.Logf("%s:\n%s", holder, out)

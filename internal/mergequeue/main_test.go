@@ -93,7 +93,7 @@ func runChild() error {
 	if err := ws.Start(ctx); err != nil {
 		return err
 	}
-	defer ws.Close()
+	defer func() { _ = ws.Close() }() // the process ends
 	holder := os.Getenv("MQ_HOLDER")
 	m, err := mergequeue.New(ctx, js, mergequeue.NewNames(subjects.MustNames(subjects.DefaultPrefix)), cfg,
 		mergequeue.GitRepo{M: ws}, natsSink{nc: nc, holder: holder}, holder, nil, nil)

@@ -86,7 +86,7 @@ func (tb *testBundle) serve(srv *ops.Server, err error) {
 	go func() { tb.served <- srv.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		natstest.Recv(t, tb.served, 30*time.Second)
+		_ = natstest.Recv(t, tb.served, 30*time.Second)
 	})
 }
 
@@ -94,7 +94,7 @@ func (tb *testBundle) get(path string) (int, string) {
 	tb.t.Helper()
 	resp, err := tb.client.Get("http://" + tb.srv.Addr() + path)
 	require.NoError(tb.t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(tb.t, err)
 	return resp.StatusCode, string(body)

@@ -5,7 +5,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -118,7 +117,7 @@ func TestRealClaudeCodeRefusedKey(t *testing.T) {
 	_, err := runAgent(t, subjects.RoleImplementer, AgentClaudeCode, claudeEnv(t, fake), t.TempDir())
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "Invalid API key", "the agent's own message")
-	require.True(t, errors.Is(err, ErrPermanent), "a refused key is not retried: %v", err)
+	require.ErrorIs(t, err, ErrPermanent, "a refused key is not retried: %v", err)
 	require.NotContains(t, err.Error(), "sk-ant-test-key")
 }
 
@@ -152,7 +151,7 @@ func TestRealCodexRefusedKey(t *testing.T) {
 	_, err := runAgent(t, subjects.RoleImplementer, AgentCodex, codexEnv(t, fake), t.TempDir())
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "401 Unauthorized: Incorrect API key provided", "the agent's own message")
-	require.True(t, errors.Is(err, ErrPermanent), "a refused key is not retried: %v", err)
+	require.ErrorIs(t, err, ErrPermanent, "a refused key is not retried: %v", err)
 }
 
 func geminiEnv(t *testing.T, fake *agenttest.Gemini) map[string]string {
@@ -192,7 +191,7 @@ func TestRealGeminiRefusedKey(t *testing.T) {
 	_, err := runAgent(t, subjects.RoleImplementer, AgentGemini, geminiEnv(t, fake), t.TempDir())
 	require.Error(t, err)
 	require.Contains(t, err.Error(), `: {"error":{"code":401,"message":"API key not valid.`, "the agent's own message")
-	require.True(t, errors.Is(err, ErrPermanent), "a refused key is not retried: %v", err)
+	require.ErrorIs(t, err, ErrPermanent, "a refused key is not retried: %v", err)
 }
 
 // A second run that resumes the first one's session: the CLI sends the

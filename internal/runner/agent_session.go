@@ -238,7 +238,7 @@ func keepSession(agent, home, dir, id string) (*SessionState, string) {
 	if err != nil {
 		return nil, "not kept: " + err.Error()
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a directory handle: its files are closed on their own
 	f, err := root.Open(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "not kept: the CLI wrote no session file"
@@ -246,7 +246,7 @@ func keepSession(agent, home, dir, id string) (*SessionState, string) {
 	if err != nil {
 		return nil, "not kept: " + err.Error()
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return nil, "not kept: the session file is not a regular file"
 	}
@@ -281,7 +281,7 @@ func restoreSession(agent, home, dir, id string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a directory handle: its files are closed on their own
 	if err := root.MkdirAll(filepath.Dir(rel), 0o700); err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func TestExecSandboxNetwork(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // the test is over
 	go func() {
 		for {
 			c, err := ln.Accept()

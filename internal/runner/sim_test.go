@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -185,11 +184,12 @@ func TestSimCounting(t *testing.T) {
 
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
+	hang := simReq(t, subjects.RoleImplementer, `{"hang": "implementer"}`)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.Run(ctx, simReq(t, subjects.RoleImplementer, `{"hang": "implementer"}`))
+			_, err := s.Run(ctx, hang)
 			errs <- err
 		}()
 	}
@@ -201,7 +201,7 @@ func TestSimCounting(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		require.True(t, errors.Is(err, context.Canceled), "got %v", err)
+		require.ErrorIs(t, err, context.Canceled, "got %v", err)
 	}
 
 	s.onStart = nil

@@ -16,7 +16,9 @@ import (
 const secretName = "DROVER_SANDBOX_TEST_SECRET"
 
 func TestMain(m *testing.M) {
-	os.Setenv(secretName, "s3cret-value")
+	if err := os.Setenv(secretName, "s3cret-value"); err != nil {
+		panic(err)
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -92,7 +92,7 @@ func TestReleaseReusesAndBounds(t *testing.T) {
 	require.NoError(t, a.Release(ctx, false))
 	b := openTask(t, m, repo.base, "B")
 	assert.Equal(t, a.Dir(), b.Dir(), "the released worktree is reused")
-	assert.Equal(t, "", gitT(t, b.Dir(), "status", "--porcelain", "--ignored"))
+	assert.Empty(t, gitT(t, b.Dir(), "status", "--porcelain", "--ignored"))
 	assert.Equal(t, repo.base, gitT(t, b.Dir(), "rev-parse", "HEAD"), "HEAD detached at the base")
 	assert.Equal(t, repo.base, gitT(t, m.mirror, "rev-parse", "refs/heads/drover/wf/B"))
 	c := openTask(t, m, repo.base, "C")

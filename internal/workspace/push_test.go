@@ -95,7 +95,7 @@ func TestPushBatched(t *testing.T) {
 	assert.Equal(t, int64(16), m.Stats().PushedRefs)
 	for b, h := range heads {
 		assert.Equal(t, h, gitT(t, repo.remote, "rev-parse", "refs/heads/"+b))
-		assert.Equal(t, 1, len(strings.Split(gitT(t, repo.remote, "reflog", "show", "--format=%H", "refs/heads/"+b), "\n")), b)
+		assert.Len(t, strings.Split(gitT(t, repo.remote, "reflog", "show", "--format=%H", "refs/heads/"+b), "\n"), 1, b)
 		// exactly its own change from the base
 		files := gitT(t, repo.remote, "diff", "--name-only", repo.base, h)
 		task := strings.TrimPrefix(b, "drover/wf/")
