@@ -1,14 +1,17 @@
 # Drover. `make run` starts a worker on an embedded NATS server and feeds it the
-# example board; `make test` runs every test against real NATS servers.
+# example board; `make test` runs every test against real NATS servers;
+# `make test-unit` runs the tests that need no server, git, sandbox or agent CLI.
 GO ?= go
 BIN := bin/drover
 PKGS := ./...
 
-.PHONY: run build test test-short test-tools scale lint fmt bench fuzz clean
+.PHONY: run build test test-unit test-tools scale lint fmt bench fuzz clean
 
-# staticcheck at a pinned version, installed into the Go bin directory when missing.
-STATICCHECK_VERSION := v0.8.2
-STATICCHECK := $(shell $(GO) env GOPATH)/bin/staticcheck
+# golangci-lint at a pinned version, installed into the Go bin directory when
+# missing; .golangci.yml says what it checks (staticcheck's default set,
+# errcheck, testifylint).
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(shell $(GO) env GOPATH)/bin/golangci-lint
 
 # The tools tests/contract_doc_test.go runs the contract's examples with: the nats
 # CLI at a pinned version (into the Go bin directory, which the tests get on PATH)
@@ -22,7 +25,7 @@ build:
 run: build
 	$(BIN) serve --log-format text --submit examples/board.json
 
-test test-short: export PATH := $(GOBIN_DIR):$(PATH)
+test: export PATH := $(GOBIN_DIR):$(PATH)
 
 test-tools:
 	@PATH="$(GOBIN_DIR):$$PATH" command -v nats >/dev/null || $(GO) install github.com/nats-io/natscli/nats@$(NATSCLI_VERSION)
@@ -34,16 +37,18 @@ test: test-tools
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(GO) test -race -count=1 -timeout 5m -tags failpoints -run '^(TestClaimLostWhileACommitIsPublished|TestACommitWaitsForTheEventsBeforeIt)$$' ./tests/
 
-test-short:
-	$(GO) test -count=1 -timeout 10m $(PKGS)
+# The fast layer: with -short, every test that starts a NATS server or runs
+# git, bwrap or an agent CLI skips (the helpers that start them skip it).
+test-unit:
+	$(GO) test -short -count=1 -timeout 5m $(PKGS)
 
 # The throughput of 1, 2 and 3 worker processes, a measurement the suite skips.
 scale:
 	DROVER_SCALE=1 $(GO) test -count=1 -timeout 15m -run '^TestScaleThroughput$$' -v ./tests/
 
 lint:
-	@$(STATICCHECK) -version 2>/dev/null | grep -q '$(STATICCHECK_VERSION:v%=%)' || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-	$(STATICCHECK) $(PKGS)
+	@$(GOLANGCI_LINT) version 2>/dev/null | grep -qF ' $(GOLANGCI_LINT_VERSION:v%=%) ' || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	$(GOLANGCI_LINT) run $(PKGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

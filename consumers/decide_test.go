@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -196,7 +197,7 @@ func TestBeatTimer(t *testing.T) {
 		return nil
 	})
 	for range 3 {
-		<-beats
+		natstest.Recv(t, beats, 30*time.Second)
 	}
 	require.False(t, b.stop())
 	for len(beats) > 0 { // what was sent before stop returned

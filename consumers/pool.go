@@ -29,11 +29,11 @@ type Pool struct {
 	hungry  int       // waiters whose queue has work waiting
 	want    chan struct{}
 
-	work    chan func()   // to a runner waiting for work
-	idle    time.Duration // how long a runner waits for work
-	runners atomic.Int64  // runners alive
-	waiting atomic.Int64  // runners waiting for work
-	spawned atomic.Int64  // runners started
+	work    chan func()  // to a runner waiting for work
+	idle    atomic.Int64 // how long a runner waits for work (a time.Duration)
+	runners atomic.Int64 // runners alive
+	waiting atomic.Int64 // runners waiting for work
+	spawned atomic.Int64 // runners started
 
 	wg       sync.WaitGroup
 	inFlight atomic.Int64
@@ -53,7 +53,9 @@ func NewPool(size int) *Pool {
 	if size < 1 {
 		size = 1
 	}
-	return &Pool{size: size, want: make(chan struct{}), work: make(chan func()), idle: idleRunner}
+	p := &Pool{size: size, want: make(chan struct{}), work: make(chan func())}
+	p.idle.Store(int64(idleRunner))
+	return p
 }
 
 // Size is the number of slots.
@@ -231,11 +233,11 @@ const idleRunner = 100 * time.Millisecond
 // p.idle.
 func (p *Pool) runner(fn func()) {
 	defer p.runners.Add(-1)
-	idle := time.NewTimer(p.idle)
+	idle := time.NewTimer(time.Duration(p.idle.Load()))
 	defer idle.Stop()
 	for {
 		p.run(fn)
-		idle.Reset(p.idle)
+		idle.Reset(time.Duration(p.idle.Load()))
 		p.waiting.Add(1)
 		select {
 		case fn = <-p.work:

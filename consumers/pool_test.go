@@ -18,12 +18,16 @@ func deadline(t *testing.T) context.Context {
 	return ctx
 }
 
-func recv(t *testing.T, ctx context.Context, c <-chan struct{}, what string) {
+// recv receives from c, or fails the test when ctx ends first.
+func recv[T any](t *testing.T, ctx context.Context, c <-chan T, what string) T {
 	t.Helper()
 	select {
-	case <-c:
+	case v := <-c:
+		return v
 	case <-ctx.Done():
 		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
 	}
 }
 
@@ -75,7 +79,7 @@ func TestNeverMoreThanSizeRunning(t *testing.T) {
 			recv(t, ctx, started, "the next function to start")
 		}
 	}
-	require.NoError(t, <-fed)
+	require.NoError(t, recv(t, ctx, fed, "the feeder to end"))
 	require.True(t, p.Wait(ctx))
 	require.EqualValues(t, size, maxRunning.Load())
 	require.Zero(t, running.Load())
@@ -214,11 +218,11 @@ func TestReleaseHandsSlotsInOrder(t *testing.T) {
 		require.Eventually(t, func() bool { return p.Waiting() == i }, 5*time.Second, time.Millisecond)
 	}
 	p.Release()
-	require.Equal(t, 1, <-got, "the first in line")
+	require.Equal(t, 1, recv(t, ctx, got, "the first waiter's slot"), "the first in line")
 	require.Zero(t, p.Free())
 	require.False(t, p.TryAcquire(), "nothing free while someone waits")
 	p.Release()
-	require.Equal(t, 2, <-got)
+	require.Equal(t, 2, recv(t, ctx, got, "the second waiter's slot"))
 	require.Zero(t, p.Waiting())
 	p.Release()
 	p.Release()
@@ -243,11 +247,11 @@ func TestWantedWhileAHungryCallerWaits(t *testing.T) {
 
 	// The hungry waiter gives up: the signal is withdrawn.
 	cancelHungry()
-	require.ErrorIs(t, <-hungry, context.Canceled)
+	require.ErrorIs(t, recv(t, ctx, hungry, "the hungry waiter to give up"), context.Canceled)
 	require.False(t, p.contended())
 
 	p.Release() // to the idle waiter
-	require.NoError(t, <-idle)
+	require.NoError(t, recv(t, ctx, idle, "the idle waiter's slot"))
 	require.Zero(t, p.Free())
 	p.Release()
 	require.Equal(t, 1, p.Free())
@@ -266,7 +270,7 @@ func TestCancelledWaiterPassesItsSlotOn(t *testing.T) {
 		require.Eventually(t, func() bool { return p.Waiting() == 1 }, 5*time.Second, time.Millisecond)
 		go cancel()
 		p.Release()
-		if err := <-done; err == nil {
+		if err := recv(t, ctx, done, "the waiter to return"); err == nil {
 			p.Release()
 		}
 		require.Equal(t, 1, p.Free(), "no slot lost")
@@ -291,7 +295,7 @@ func TestRunnersAreReused(t *testing.T) {
 	ctx := deadline(t)
 	const tasks = 20
 	p := NewPool(1)
-	p.idle = 2 * time.Second
+	p.idle.Store(int64(2 * time.Second))
 	for range tasks {
 		require.NoError(t, p.Acquire(ctx))
 		done := make(chan struct{})
@@ -303,6 +307,11 @@ func TestRunnersAreReused(t *testing.T) {
 	// A function started in the instant between a runner counting itself
 	// as waiting and its wait starts a runner of its own: rare, never most.
 	require.LessOrEqual(t, p.spawned.Load(), int64(tasks/4), "most functions ran on the runner of the one before")
+	// One more function re-arms the waiting runner with a short wait, so
+	// it ends now instead of after the long one the loop needed.
+	p.idle.Store(int64(time.Millisecond))
+	require.NoError(t, p.Acquire(ctx))
+	p.Go(func() {})
 	waitFor(t, ctx, "the idle runners to end", func() bool { return p.runners.Load() == 0 })
 }
 
@@ -311,7 +320,7 @@ func TestRunnersEndWhenIdle(t *testing.T) {
 	ctx := deadline(t)
 	const size = 4
 	p := NewPool(size)
-	p.idle = time.Millisecond
+	p.idle.Store(int64(time.Millisecond))
 	release := make(chan struct{})
 	var started sync.WaitGroup
 	started.Add(size)
@@ -331,7 +340,7 @@ func TestRunnersBounded(t *testing.T) {
 	ctx := deadline(t)
 	const size, tasks = 4, 2000
 	p := NewPool(size)
-	p.idle = 200 * time.Millisecond
+	p.idle.Store(int64(200 * time.Millisecond))
 	var most atomic.Int64
 	for range tasks {
 		require.NoError(t, p.Acquire(ctx))

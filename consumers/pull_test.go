@@ -83,14 +83,14 @@ func TestPullEndsWithTheServer(t *testing.T) {
 
 	p, err := startPull(nc, subject, 2, time.Minute)
 	require.NoError(t, err)
-	<-p.ended
+	natstest.Recv(t, p.ended, 30*time.Second)
 	require.NoError(t, p.error())
 	require.Len(t, p.msgs, 2, "the n-th message ends it")
 	assert.False(t, p.stop(), "an ended pull is not stopped again")
 
 	p, err = startPull(nc, subject, 5, 200*time.Millisecond)
 	require.NoError(t, err)
-	<-p.ended
+	natstest.Recv(t, p.ended, 30*time.Second)
 	require.NoError(t, p.error(), "its time up is no error")
 	require.Len(t, p.msgs, 1)
 	m := pulled{<-p.msgs}
@@ -108,7 +108,7 @@ func TestPullOfAMissingConsumer(t *testing.T) {
 	_, nc, js, _ := natstest.Provisioned(t, natstest.Sync(time.Second))
 	p, err := startPull(nc, nextSubject(js, "NO_STREAM", "nobody"), 1, time.Minute)
 	require.NoError(t, err)
-	<-p.ended
+	natstest.Recv(t, p.ended, 30*time.Second)
 	require.ErrorIs(t, p.error(), nats.ErrNoResponders)
 }
 

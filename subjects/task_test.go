@@ -344,7 +344,7 @@ func assertHeaderSafe(t testing.TB, msg string) {
 	assert.NotContains(t, msg, "\n")
 	assert.NotContains(t, msg, "\r")
 	assert.LessOrEqual(t, len(msg), 256)
-	assert.True(t, strings.ToValidUTF8(msg, "") == msg, "not valid UTF-8: %q", msg)
+	assert.Equal(t, msg, strings.ToValidUTF8(msg, ""), "not valid UTF-8: %q", msg)
 }
 
 // A rejection's message never quotes a long or multi-line body at length.
@@ -414,7 +414,7 @@ func TestTaskRequestValidate(t *testing.T) {
 		tc.edit(&r)
 		err := r.Validate()
 		if tc.field == "" {
-			assert.NoError(t, err, tc.name)
+			require.NoError(t, err, tc.name)
 			continue
 		}
 		if assert.Error(t, err, tc.name) {

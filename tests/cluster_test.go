@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/subjects"
 )
@@ -339,7 +340,7 @@ func TestClusterKillStreamLeader(t *testing.T) {
 		return newLeader != "" && newLeader != leader
 	}, 30*time.Second, 50*time.Millisecond, "no new task stream leader after killing %s", leader)
 	elected := time.Since(killed)
-	<-producerDone
+	natstest.Recv(t, producerDone, 30*time.Second)
 	require.NoError(t, producerErr)
 
 	var ids []string

@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -93,6 +92,6 @@ func TestConsoleCreate(t *testing.T) {
 		titles := evalJS[[]string](ui, `Array.from(document.querySelectorAll('.col[data-col="done"] .card .title')).map(e => e.textContent)`)
 		require.Equal(t, []string{"Write the README", "Add the CI job"}, titles)
 		require.Equal(t, 2, b.status("wf-board-ui").Counts[subjects.StateCompleted])
-		require.False(t, strings.Contains(evalJS[string](ui, `document.body.innerText`), "B2"), "a done row is not submitted")
+		require.NotContains(t, evalJS[string](ui, `document.body.innerText`), "B2", "a done row is not submitted")
 	})
 }

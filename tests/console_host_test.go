@@ -69,7 +69,7 @@ func TestConsoleBrowserRefusesRebinding(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = cs.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); natstest.Recv(t, done, 30*time.Second) })
 	select {
 	case <-cs.Ready():
 	case <-time.After(browserWait):

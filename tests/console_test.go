@@ -65,7 +65,7 @@ func newConsoleUI(t *testing.T, b *bundle) *consoleUI {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = cs.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); natstest.Recv(t, done, 30*time.Second) })
 	select {
 	case <-cs.Ready():
 	case <-time.After(browserWait):
@@ -529,7 +529,7 @@ func TestServeConsole(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 		bb, _ := io.ReadAll(resp.Body)
 		body, csp = string(bb), resp.Header.Get("Content-Security-Policy")
 		return resp.StatusCode == http.StatusOK
@@ -544,7 +544,7 @@ func TestServeConsole(t *testing.T) {
 
 	stream, err := http.Get(base + "/console/events")
 	require.NoError(t, err)
-	defer stream.Body.Close()
+	defer func() { _ = stream.Body.Close() }() // read, or abandoned: nothing to lose
 	require.Equal(t, "text/event-stream", stream.Header.Get("Content-Type"))
 	p.signal(syscall.SIGTERM)
 	require.NoError(t, p.wait(20*time.Second))

@@ -99,7 +99,7 @@ func TestCLIExampleArgv(t *testing.T) {
 	} {
 		got, err := splitArgs(tc.line)
 		if tc.err {
-			assert.Error(t, err, tc.name)
+			require.Error(t, err, tc.name)
 			continue
 		}
 		require.NoError(t, err, tc.name)

@@ -604,7 +604,7 @@ func loadK8s(t *testing.T) (objs []k8sObject, helmValues map[string]any) {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		dec := yaml.NewDecoder(f)
 		for {
 			var node yaml.Node

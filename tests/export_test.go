@@ -89,7 +89,7 @@ func TestExportMillionEvents(t *testing.T) {
 	rss := peak.Load() << 10
 	f, err := os.Open(out.Name())
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	lines := 0

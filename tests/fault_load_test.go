@@ -94,7 +94,7 @@ func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer l.Close()
+	defer func() { _ = l.Close() }() // the test is over
 	return l.Addr().(*net.TCPAddr).Port
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/cli"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
@@ -80,7 +81,7 @@ func TestFaultLostPubAckProducerRetries(t *testing.T) {
 		done <- result{sub, err}
 	}()
 	b.lostPubAck(p, func() bool { return b.taskMsgs() == 1 || sim.Calls(subjects.RolePlanner) > 0 })
-	r := <-done
+	r := natstest.Recv(t, done, 90*time.Second)
 	require.NoError(t, r.err, "the producer reports the server's answer, not a timeout")
 	require.True(t, r.sub.Duplicate, "the retry is recognised as the stored request")
 	require.EqualValues(t, 1, r.sub.Seq, "one stream message")
@@ -117,7 +118,7 @@ func TestFaultLostPubAckSubmitRetries(t *testing.T) {
 		done <- result{code, stdout.String(), stderr.String()}
 	}()
 	b.lostPubAck(p, func() bool { return b.taskMsgs() == 1 || sim.Calls(subjects.RolePlanner) > 0 })
-	r := <-done
+	r := natstest.Recv(t, done, 90*time.Second)
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	require.Contains(t, r.stderr, "duplicate: already submitted, stored once")
 

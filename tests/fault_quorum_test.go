@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -27,7 +26,7 @@ func (b *bundle) requireQuorumSignal(w *proc, addr string, up bool) {
 		if err != nil {
 			return 0, "", err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return resp.StatusCode, string(body), err
 	}
@@ -50,7 +49,7 @@ func (b *bundle) requireQuorumSignal(w *proc, addr string, up bool) {
 		if up {
 			want = "drover_jetstream_available 1"
 		}
-		assert.True(c, strings.Contains(metrics, want+"\n"), "metric: want %q", want)
+		assert.Contains(c, metrics, want+"\n", "metric: want %q", want)
 	}, 30*time.Second, 200*time.Millisecond, "no quorum signal (up=%v)", up)
 	if up {
 		require.True(b.t, !w.logged(quorumLost) || w.logged("JetStream answers again"), "the log says it is back")

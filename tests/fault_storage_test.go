@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -66,7 +65,7 @@ func (b *bundle) fillStore() string {
 		_, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: "ballast", Data: chunk})
 		if err != nil {
 			var api *jetstream.APIError
-			require.True(b.t, errors.As(err, &api), "ballast %d: %v", i, err)
+			require.ErrorAs(b.t, err, &api, "ballast %d: %v", i, err)
 			b.t.Logf("storage full after %d KiB of ballast: %v", i*256, err)
 			return name
 		}

@@ -70,7 +70,7 @@ func runOwned(t *testing.T, w *worker.Worker) (stop func() error, done <-chan st
 	go func() { result = w.Run(ctx); close(finished) }()
 	stop = func() error {
 		cancel()
-		<-finished
+		natstest.Recv(t, finished, 30*time.Second)
 		return result
 	}
 	t.Cleanup(func() { _ = stop() })

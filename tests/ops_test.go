@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/worker"
@@ -69,13 +70,13 @@ func serveOps(t *testing.T, w *worker.Worker, m *ops.Metrics) func(path string) 
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-served) })
+	t.Cleanup(func() { cancel(); require.NoError(t, natstest.Recv(t, served, 30*time.Second)) })
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	return func(path string) (int, string) {
 		t.Helper()
 		resp, err := client.Get("http://" + srv.Addr() + path)
 		require.NoError(t, err)
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		return resp.StatusCode, string(body)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -86,7 +85,7 @@ func TestPanicOutsideRunnerFailsOnlyThatTask(t *testing.T) {
 		byTask[m.Header.Get(subjects.HeaderTask)]++
 		require.Equal(t, string(subjects.ReasonMaxDeliveries), m.Header.Get(subjects.HeaderReason))
 		require.Equal(t, "3", m.Header.Get(subjects.HeaderDeliveries))
-		require.True(t, strings.Contains(m.Header.Get(subjects.HeaderError), "panic"))
+		require.Contains(t, m.Header.Get(subjects.HeaderError), "panic")
 	}
 	require.Equal(t, map[string]int{"P": 1, "Q": 1}, byTask)
 	terminal := 0

@@ -236,7 +236,7 @@ func (c *permConn) refused(t *testing.T, subject string, call func(context.Conte
 		case v := <-c.violations:
 			if strings.Contains(v.Error(), want) {
 				cancel()
-				require.Error(t, <-errc, "%s as %s", subject, c.user)
+				require.Error(t, natstest.Recv(t, errc, 30*time.Second), "%s as %s", subject, c.user)
 				return
 			}
 		case err := <-errc:
@@ -471,7 +471,7 @@ func startPermConsole(t *testing.T, conn *permConn) *permConsole {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = cs.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); natstest.Recv(t, done, 30*time.Second) })
 	select {
 	case <-cs.Ready():
 	case <-time.After(30 * time.Second):
@@ -499,7 +499,7 @@ func (pc *permConsole) get(t *testing.T, path string) (int, string) {
 	t.Helper()
 	resp, err := pc.c.Get(pc.url + path)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, string(b)
@@ -517,7 +517,7 @@ func (pc *permConsole) post(t *testing.T, path string, form url.Values) (int, st
 	req.Header.Set("Origin", pc.url) // a browser's form sends its origin
 	resp, err := pc.c.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, string(b)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +53,6 @@ func TestReleaseBinaryHasNoFailpoints(t *testing.T) {
 		// the flag before it connects.
 		out, err := exec.Command(bin, "serve", "--nats-url", "nats://127.0.0.1:1", "--http", "", name, "1").CombinedOutput()
 		require.Error(t, err)
-		require.True(t, strings.Contains(string(out), "unknown flag: "+name), "%s", out)
+		require.Contains(t, string(out), "unknown flag: "+name, "%s", out)
 	}
 }

@@ -15,9 +15,13 @@ const CLIsEnv = "DROVER_AGENT_CLIS"
 
 // CLI returns the directory that holds the agent CLI named name (claude,
 // codex: the npm packages' bin names), for a child's PATH. Without it the
-// test is skipped, or fails when CI is set.
+// test is skipped, or fails when CI is set. Under -short (make test-unit)
+// it skips.
 func CLI(t testing.TB, name string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs an agent CLI: not run with -short")
+	}
 	dir := os.Getenv(CLIsEnv)
 	why := fmt.Sprintf("%s is not set (.ci/run installs the agent CLIs there)", CLIsEnv)
 	if dir != "" {

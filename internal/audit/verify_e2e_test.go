@@ -40,7 +40,7 @@ func vfWorker(t *testing.T) jetstream.JetStream {
 	go func() { done <- w.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		require.NoError(t, <-done)
+		require.NoError(t, natstest.Recv(t, done, 30*time.Second))
 		wnc.Close()
 	})
 	select {

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -100,7 +99,7 @@ func TestRunRefusesADeploymentPrefix(t *testing.T) {
 			seq := audit.CachedInfo().State.LastSeq
 
 			_, err = Run(context.Background(), Config{Tasks: 5, URL: srv.ClientURL(), Names: names, Timeout: time.Minute, Log: natstest.Quiet()})
-			require.True(t, errors.Is(err, ErrDeploymentPrefix), "got %v", err)
+			require.ErrorIs(t, err, ErrDeploymentPrefix)
 			info, err := audit.Info(context.Background())
 			require.NoError(t, err)
 			require.Equal(t, seq, info.State.LastSeq, "nothing written into the deployment's audit stream")

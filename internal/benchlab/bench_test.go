@@ -13,6 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/droverhq/drover/internal/bench"
 	"github.com/droverhq/drover/internal/broker"
 	"github.com/droverhq/drover/internal/natstest"
@@ -44,6 +46,13 @@ func TestMain(m *testing.M) {
 		labServer.stop()
 	}
 	printShares(os.Stdout)
+	if code == 0 {
+		// goleak.VerifyTestMain, after the shared server has stopped.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left behind: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 

@@ -500,7 +500,7 @@ func (t *opsTask) overlapped() error {
 	}
 	if err != nil {
 		if flushed != nil {
-			<-flushed
+			return errors.Join(err, <-flushed)
 		}
 		return err
 	}

@@ -94,5 +94,4 @@ func TestCacheKeyHasTheContractsShape(t *testing.T) {
 			require.InDelta(t, tasks/16, n, 200, "role %s, leading digit %x", taskRoles[r], dgt)
 		}
 	}
-	require.Equal(t, cacheKey(1, 7), cacheKey(1, 7), "a key is a function of its task and role")
 }

@@ -84,7 +84,7 @@ func TestRenderKeepsEveryByteOfProseAndRows(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, changed)
 	want := strings.Replace(string(src), "| A2   | Replay by subject filter      | [ ]", "| A2   | Replay by subject filter      | [x]", 1)
-	require.NotEqual(t, string(src), want)
+	require.NotEqual(t, want, string(src))
 	require.Equal(t, want, string(b.Render()))
 	changed, err = b.SetStatus("C2", true) // "[X]" is already done
 	require.NoError(t, err)

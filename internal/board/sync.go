@@ -94,7 +94,7 @@ func syncDir(dir string) error {
 		return err
 	}
 	if err := d.Sync(); err != nil {
-		d.Close()
+		_ = d.Close() // the write already failed: that error is returned
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return d.Close()
@@ -118,8 +118,8 @@ func writeFile(path string, data []byte, ops fileOps) (err error) {
 	renamed := false
 	defer func() {
 		if err != nil && !renamed {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			_ = tmp.Close()           // the write already failed: that error is returned
+			_ = os.Remove(tmp.Name()) // best effort: a temporary file
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {

@@ -24,6 +24,7 @@ import (
 // returns its client URL.
 func authServer(t *testing.T, edit func(*server.Options)) string {
 	t.Helper()
+	skipShort(t)
 	opts := &server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true}
 	edit(opts)
 	srv, err := server.NewServer(opts)

@@ -51,6 +51,7 @@ func TestClusterOptions(t *testing.T) {
 // every stream and bucket with three replicas, and a single server gets one.
 func TestProvisionReplicasOnCluster(t *testing.T) {
 	t.Parallel()
+	skipShort(t)
 	const n = 3
 	ports := make([]int, n)
 	routes := make([]string, n)

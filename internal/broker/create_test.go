@@ -17,6 +17,7 @@ import (
 // proven and the test says so by skipping.
 func TestCreateStreamRidesOutTheStoreDirectoryRace(t *testing.T) {
 	t.Parallel()
+	skipShort(t)
 	log, buf := newLog()
 	e, err := StartEmbedded(EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: log})
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 // with them gets in, also in process, and can use JetStream.
 func TestEmbeddedAuthRefusesAnonymous(t *testing.T) {
 	t.Parallel()
+	skipShort(t)
 	for _, auth := range []ServerAuth{{Token: "t0ken-s3cret"}, {User: "worker", Password: "pa55-s3cret"}} {
 		t.Run(auth.String(), func(t *testing.T) {
 			t.Parallel()
@@ -50,6 +51,7 @@ func TestEmbeddedAuthRefusesAnonymous(t *testing.T) {
 // configuration file with an account and a user whose password comes from
 // the environment: anonymous clients are refused, the user gets JetStream.
 func TestEmbeddedConfigFile(t *testing.T) {
+	skipShort(t)
 	t.Setenv("DROVER_TEST_EMBEDDED_PW", "fr0m-env")
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "server.conf")
@@ -106,6 +108,7 @@ accounts {
 // loudly; one on loopback, or one that requires auth, is not.
 func TestEmbeddedWarnsWhenExposedWithoutAuth(t *testing.T) {
 	t.Parallel()
+	skipShort(t)
 	for _, tc := range []struct {
 		listen string
 		auth   ServerAuth

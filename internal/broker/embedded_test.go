@@ -26,6 +26,7 @@ func TestEmbeddedSyncAlwaysAndRandomPort(t *testing.T) {
 
 func TestEmbeddedSyncInterval(t *testing.T) {
 	t.Parallel()
+	skipShort(t)
 	e, err := StartEmbedded(EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Sync: 5 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(e.Shutdown)
@@ -36,6 +37,7 @@ func TestEmbeddedSyncInterval(t *testing.T) {
 
 func TestEmbeddedPortInUse(t *testing.T) {
 	t.Parallel()
+	skipShort(t)
 	first := startServer(t)
 	u, err := url.Parse(first.ClientURL())
 	require.NoError(t, err)

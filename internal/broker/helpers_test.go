@@ -12,9 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// skipShort skips a test that starts a server under -short (make
+// test-unit).
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a NATS server: not run with -short")
+	}
+}
+
 // startServer runs an embedded server on a random port for one test.
 func startServer(t *testing.T) *Embedded {
 	t.Helper()
+	skipShort(t)
 	e, err := StartEmbedded(EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(e.Shutdown)

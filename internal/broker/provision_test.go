@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -168,7 +167,7 @@ func TestProvisionRefusesWeakenedAudit(t *testing.T) {
 
 			_, err = Provision(ctx, js, Settings{Names: subjects.MustNames("drover")}, nil)
 			require.Error(t, err)
-			require.True(t, errors.Is(err, ErrAuditWeakened), "%v", err)
+			require.ErrorIs(t, err, ErrAuditWeakened, "%v", err)
 			require.ErrorContains(t, err, tc.setting)
 			require.ErrorContains(t, err, "DROVER_AUDIT")
 

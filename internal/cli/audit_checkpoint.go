@@ -61,7 +61,7 @@ func readCheckpoint(path string) (*audit.Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--checkpoint: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	b, err := io.ReadAll(io.LimitReader(f, maxCheckpointFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("--checkpoint: %w", err)

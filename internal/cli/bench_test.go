@@ -34,6 +34,9 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 // cached and agents phases.
 func TestBenchReportsEveryPhase(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("drover bench starts a NATS server: not run with -short")
+	}
 	code, out, errOut := runCLI(t, "bench", "--tasks", "10", "--concurrency", "2", "--latency-tasks", "2",
 		"--cached-tasks", "3", "--agents", "4", "--agent-latency", "400ms", "--sync", "1s", "--json")
 	require.Equal(t, 0, code, errOut)

@@ -124,7 +124,7 @@ func checkWorkspace(ctx context.Context, g *globals, c workspace.Config) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(scratch)
+	defer func() { _ = os.RemoveAll(scratch) }() // best effort: a temporary file
 	c.Dir = filepath.Join(scratch, "workspaces")
 	m, err := workspace.New(workspace.Deps{Log: g.log}, c)
 	if err != nil {

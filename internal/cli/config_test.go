@@ -54,7 +54,7 @@ func TestConfigEnvOverridesFile(t *testing.T) {
 	t.Parallel()
 	const env = "DROVER_ZZ_CONFIG_TEST_GRACE"
 	require.NoError(t, os.Setenv(env, "7s"))
-	t.Cleanup(func() { os.Unsetenv(env) })
+	t.Cleanup(func() { _ = os.Unsetenv(env) })
 	cmd := &cobra.Command{}
 	grace := cmd.Flags().Duration("zz-config-test-grace", 30*time.Second, "")
 	other := cmd.Flags().Duration("zz-config-test-other", 30*time.Second, "")

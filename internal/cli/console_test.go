@@ -41,12 +41,12 @@ func TestCheckConsoleListen(t *testing.T) {
 	} {
 		err := checkConsoleListen(tc.addr, tc.auth, tc.allowed, "")
 		if tc.err == nil {
-			assert.NoError(t, err, "%s %v", tc.addr, tc.allowed)
+			require.NoError(t, err, "%s %v", tc.addr, tc.allowed)
 		} else {
-			assert.ErrorIs(t, err, tc.err, "%s %v", tc.addr, tc.allowed)
+			require.ErrorIs(t, err, tc.err, "%s %v", tc.addr, tc.allowed)
 		}
 	}
-	assert.Error(t, checkConsoleListen("no-port", console.Auth{}, nil, ""))
+	require.Error(t, checkConsoleListen("no-port", console.Auth{}, nil, ""))
 	assert.ErrorContains(t, checkConsoleListen(":8090", token, nil, "console-"), "--console-allowed-host")
 }
 
@@ -123,7 +123,7 @@ func TestConsoleAuthFlags(t *testing.T) {
 	} {
 		got, err := tc.flags.resolve("", lookup)
 		if tc.err != "" {
-			assert.ErrorContains(t, err, tc.err, tc.name)
+			require.ErrorContains(t, err, tc.err, tc.name)
 			continue
 		}
 		require.NoError(t, err, tc.name)

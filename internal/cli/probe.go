@@ -23,7 +23,7 @@ func newProbeCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer resp.Body.Close()
+			defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			if resp.StatusCode != http.StatusOK {
 				return fmt.Errorf("%s: %s %s", args[0], resp.Status, body)

@@ -116,7 +116,7 @@ func runReplay(ctx context.Context, g *globals, f replayFlags, wf string) error 
 		if err != nil {
 			return err
 		}
-		defer set.Close()
+		defer func() { _ = set.Close() }() // done with its runners
 		opts.Role, opts.Live, opts.LiveCached = role, set.For(role), set.Cached(role)
 	} else if f.prompts != "" {
 		return errors.New("--prompts chooses the templates of a counterfactual's runner: it needs --role")

@@ -36,8 +36,8 @@ func TestReplayCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	<-w.Started()
+	t.Cleanup(func() { cancel(); _ = natstest.Recv(t, done, 30*time.Second) })
+	natstest.Recv(t, w.Started(), 30*time.Second)
 	reqs := []subjects.TaskRequest{
 		{Workflow: "wf", ID: "a", Scope: "do a"},
 		{Workflow: "wf", ID: "b", Scope: "do b", Metadata: map[string]json.RawMessage{"sim": json.RawMessage(`{"judge_rejects":1}`)}},

@@ -29,7 +29,7 @@ func seed(ctx context.Context, g *globals, w *worker.Worker, url string, f serve
 		return
 	}
 	reqs, err := parseTasks(file, f.seedFile, wf)
-	file.Close()
+	_ = file.Close() // read only
 	if err != nil {
 		g.log.Error("--submit", "err", err)
 		return

@@ -98,7 +98,7 @@ variables override it. A bad file or prompt template stops serve before it start
 			if err := f.checkConsole(); err != nil {
 				return err
 			}
-			defer runners.Close() // releases the openai runners' connections
+			defer func() { _ = runners.Close() }() // releases the openai runners' connections
 			return serve(cmd.Context(), g, f, runners)
 		},
 	}

@@ -91,7 +91,7 @@ func secret(value, valueFlag, file, fileFlag string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", fileFlag, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", fileFlag, err)

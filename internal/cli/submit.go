@@ -102,7 +102,7 @@ func (f submitFlags) requests(cmd *cobra.Command) ([]subjects.TaskRequest, error
 		if err != nil {
 			return nil, err
 		}
-		defer file.Close()
+		defer func() { _ = file.Close() }() // read only
 		r = file
 	}
 	return parseTasks(r, f.file, f.workflow)

@@ -69,7 +69,7 @@ func TestConfigAgentRuns(t *testing.T) {
 	require.NoError(t, err)
 	set, err := f.Runners(nil, runner.NewSim(runner.SimOptions{}))
 	require.NoError(t, err)
-	defer set.Close()
+	defer func() { _ = set.Close() }() // done with its runners
 	_, err = set.Implementer.Run(context.Background(), runner.Request{Role: subjects.RoleImplementer,
 		Task: subjects.TaskRequest{ID: "T", Workflow: "w", Scope: "s"}, Attempt: 1})
 	require.ErrorContains(t, err, "agent reported an error: Invalid key [REDACTED]")

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -42,7 +41,7 @@ func TestValidateMerge(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			require.True(t, errors.Is(err, mergequeue.ErrInvalidConfig), "%v", err)
+			require.ErrorIs(t, err, mergequeue.ErrInvalidConfig, "%v", err)
 			require.ErrorContains(t, err, tc.field)
 		})
 	}

@@ -55,7 +55,7 @@ func (f *fixture) requests() []subjects.TaskRequest {
 
 func readBody(t *testing.T, resp *http.Response) string {
 	t.Helper()
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(b)
@@ -254,7 +254,7 @@ func TestCardsShowTitleAndAgent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = later.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); natstest.Recv(t, done, 30*time.Second) })
 	srv := httptest.NewServer(later.Handler())
 	t.Cleanup(srv.Close)
 	require.Eventually(t, func() bool { return shows(srv.URL) }, 10*time.Second, 20*time.Millisecond, "read at start")

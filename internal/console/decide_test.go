@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -84,7 +85,7 @@ func TestParseWhen(t *testing.T) {
 	} {
 		got, err := parseWhen(tc.in, now)
 		if tc.err {
-			assert.Error(t, err, tc.in)
+			require.Error(t, err, tc.in)
 			continue
 		}
 		require.NoError(t, err, tc.in)
@@ -113,7 +114,7 @@ func TestHubDropsSlowClient(t *testing.T) {
 	for i := range clientBuffer + 1 {
 		h.push(map[string]any{"k": "a", "q": i})
 		h.flush()
-		<-fast.ch
+		natstest.Recv(t, fast.ch, 30*time.Second)
 	}
 	select {
 	case <-slow.dropped:
@@ -123,7 +124,7 @@ func TestHubDropsSlowClient(t *testing.T) {
 	assert.Equal(t, 1, h.clientCount())
 	h.push(map[string]any{"k": "a"})
 	h.flush()
-	assert.JSONEq(t, `[{"k":"a"}]`, string(<-fast.ch))
+	assert.JSONEq(t, `[{"k":"a"}]`, string(natstest.Recv(t, fast.ch, 30*time.Second)))
 }
 
 // A burst larger than a batch is cut to maxBatch items and a "lost" count.
@@ -135,7 +136,7 @@ func TestHubBatchBound(t *testing.T) {
 	}
 	h.flush()
 	var items []map[string]any
-	require.NoError(t, json.Unmarshal(<-c.ch, &items))
+	require.NoError(t, json.Unmarshal(natstest.Recv(t, c.ch, 30*time.Second), &items))
 	require.Len(t, items, maxBatch+1)
 	assert.Equal(t, map[string]any{"k": "lost", "n": float64(5)}, items[maxBatch])
 }

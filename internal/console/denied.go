@@ -91,7 +91,8 @@ func (s *Server) guarded(ctx context.Context, what string, ours func(string) boo
 		refused, wake := s.denied.after(mark, ours)
 		if len(refused) > 0 {
 			cancel()
-			<-done
+			err := <-done
+			_ = err // the cancel's error: the denial is the answer
 			return errDenied(what, refused)
 		}
 		select {

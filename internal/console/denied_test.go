@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -41,7 +43,7 @@ func TestDenialsAfter(t *testing.T) {
 	got, wake := d.after(m, all)
 	require.Empty(t, got)
 	d.add("b")
-	<-wake // closed by the denial
+	natstest.Recv(t, wake, 30*time.Second) // closed by the denial
 	got, _ = d.after(m, all)
 	require.Equal(t, []string{"b"}, got)
 	got, _ = d.after(0, func(s string) bool { return s == "a" })
@@ -67,9 +69,9 @@ func TestGuardedEndsTheCallAtItsDenial(t *testing.T) {
 		<-ctx.Done() // a refused request gets no reply: only the cancel ends it
 		return ctx.Err()
 	})
-	<-started
+	natstest.Recv(t, started, 30*time.Second)
 	var he httpError
-	require.True(t, errors.As(err, &he), "%v", err)
+	require.ErrorAs(t, err, &he, "%v", err)
 	require.Equal(t, http.StatusForbidden, he.code)
 	require.Contains(t, he.msg, "this console's NATS user may not pause workflows")
 	require.Contains(t, he.msg, "x.pause")

@@ -94,7 +94,7 @@ func TestParseAllowedHost(t *testing.T) {
 	} {
 		got, err := parseAllowedHost(tc.in)
 		if !tc.ok {
-			assert.ErrorIs(t, err, ErrAllowedHost, "%q", tc.in)
+			require.ErrorIs(t, err, ErrAllowedHost, "%q", tc.in)
 			continue
 		}
 		if assert.NoError(t, err, "%q", tc.in) {

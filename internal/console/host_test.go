@@ -67,7 +67,7 @@ func (f *fixture) send(method, path, host string, form url.Values, header ...str
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(req)
 	require.NoError(f.t, err, "%s %s Host %s", method, path, host)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	b := make([]byte, 4096)
 	n, _ := io.ReadAtLeast(resp.Body, b, 1)
 	return resp.StatusCode, resp.Header, string(b[:n])

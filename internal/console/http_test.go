@@ -60,7 +60,7 @@ func newFixtureWith(t *testing.T, set func(*console.Config)) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = cs.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); natstest.Recv(t, done, 30*time.Second) })
 	select {
 	case <-cs.Ready():
 	case <-time.After(10 * time.Second):
@@ -90,7 +90,7 @@ func (f *fixture) get(c *http.Client, path string) (*http.Response, string) {
 	f.t.Helper()
 	resp, err := c.Get(f.srv.URL + path)
 	require.NoError(f.t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(f.t, err)
 	return resp, string(b)
@@ -313,7 +313,7 @@ func TestEventsCatchUp(t *testing.T) {
 	require.NoError(t, err)
 	resp, err := c.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 	buf := make([]byte, 0, 4096)
 	for !strings.Contains(string(buf), `"col":"done"`) {

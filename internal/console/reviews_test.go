@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/console"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -69,7 +70,7 @@ func TestReviewsViewListsAndDecides(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, post(url.Values{"csrf": {token}}), "a rejection needs a comment")
 	require.Empty(t, got)
 	require.Equal(t, http.StatusSeeOther, post(url.Values{"csrf": {token}, "comment": {"handle the empty case"}}))
-	r := <-got
+	r := natstest.Recv(t, got, 30*time.Second)
 	require.Equal(t, subjects.ReviewReject, r.Decision)
 	require.Equal(t, "handle the empty case", r.Comment)
 	require.True(t, strings.HasPrefix(r.Reviewer, "console:"), r.Reviewer)

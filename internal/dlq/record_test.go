@@ -113,13 +113,13 @@ func TestDLQRedriveRecordsTheDecision(t *testing.T) {
 	// Again at once: Nats-Msg-Id dedupes both the event and the request.
 	_, err = Redrive(t.Context(), js, names, []Entry{e}, RedriveOptions{Actor: "console:alice"})
 	require.NoError(t, err)
-	require.Equal(t, 1, len(redrivenEvents(t, js)), "task_redriven events")
+	require.Len(t, redrivenEvents(t, js), 1, "task_redriven events")
 
 	// Again after the audit stream's duplicate window: still one event.
 	waitDuplicateWindow(t, js)
 	_, err = Redrive(t.Context(), js, names, []Entry{e}, RedriveOptions{Actor: "cli:bob@h"})
 	require.NoError(t, err)
-	require.Equal(t, 1, len(redrivenEvents(t, js)), "task_redriven events")
+	require.Len(t, redrivenEvents(t, js), 1, "task_redriven events")
 
 	// audit verify accepts the record.
 	rep, err := audit.Verify(t.Context(), js, names, audit.VerifyOptions{})

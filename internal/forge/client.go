@@ -230,7 +230,7 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte, o
 		}
 		return 0, err // network: transient
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
 		return 0, fmt.Errorf("%s: reading the answer: %w", resp.Status, err)

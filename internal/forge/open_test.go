@@ -144,8 +144,8 @@ func TestOpenRefusedIsPermanentAndClear(t *testing.T) {
 				c := client(t, f, kind, tc.token, nil)
 				_, err := c.Open(context.Background(), forge.Request{Branch: "drover/wf/T1", Base: "main", Title: "t", Body: "b"})
 				require.Error(t, err)
-				assert.ErrorIs(t, err, forge.ErrPermanent)
-				assert.ErrorIs(t, err, tc.sentinel)
+				require.ErrorIs(t, err, forge.ErrPermanent)
+				require.ErrorIs(t, err, tc.sentinel)
 				assert.Contains(t, err.Error(), tc.says)
 				assert.Contains(t, err.Error(), kind+" pull request for drover/wf/T1")
 				assert.NotContains(t, err.Error(), token)
@@ -196,7 +196,7 @@ func TestOpenGivesUpOnLastingServerErrors(t *testing.T) {
 	c := client(t, f, forge.GitLab, token, nil)
 	_, err := c.Open(context.Background(), forge.Request{Branch: "b", Base: "main", Title: "t", Body: "x"})
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, forge.ErrPermanent, "a forge that is down is retried later, the task not failed")
+	require.NotErrorIs(t, err, forge.ErrPermanent, "a forge that is down is retried later, the task not failed")
 	assert.Contains(t, err.Error(), "4 tries: GET /projects/acme%2Fapp/merge_requests: 503 Service Unavailable: maintenance")
 	assert.Len(t, f.Calls(), 4)
 }
@@ -210,7 +210,7 @@ func TestOpenNetworkErrorIsTransient(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Open(context.Background(), forge.Request{Branch: "b", Base: "main", Title: "t", Body: "x"})
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, forge.ErrPermanent)
+	require.NotErrorIs(t, err, forge.ErrPermanent)
 	assert.NotContains(t, err.Error(), token)
 }
 
@@ -238,7 +238,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	})
 	c := client(t, f, forge.GitLab, token, nil)
 	_, err := c.Open(context.Background(), forge.Request{Branch: "b", Base: "main", Title: "t", Body: "x"})
-	assert.ErrorIs(t, err, forge.ErrRejected)
+	require.ErrorIs(t, err, forge.ErrRejected)
 	assert.Zero(t, got.Load(), "the token's header went to another host")
 }
 
@@ -259,6 +259,6 @@ func TestOpenTokenOnlyInItsHeader(t *testing.T) {
 func TestNewNeedsToken(t *testing.T) {
 	t.Parallel()
 	_, err := forge.New(forge.Config{Forge: forge.GitHub, Repo: "a/b", TokenEnv: "GH_TOKEN"}, "")
-	assert.ErrorIs(t, err, forge.ErrInvalidConfig)
+	require.ErrorIs(t, err, forge.ErrInvalidConfig)
 	assert.Contains(t, err.Error(), "$GH_TOKEN is empty")
 }

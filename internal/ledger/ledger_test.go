@@ -63,7 +63,7 @@ func (b *bundle) startWorker(set runner.Set, prices ledger.Prices, budgets ledge
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	b.t.Cleanup(func() { cancel(); <-done })
+	b.t.Cleanup(func() { cancel(); _ = natstest.Recv(b.t, done, 30*time.Second) })
 	select {
 	case <-w.Started():
 	case err := <-done:

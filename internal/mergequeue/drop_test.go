@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/mergequeue"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/workspace"
 )
 
@@ -72,7 +73,7 @@ func (bd *bundle) runMerger(t *testing.T, sink mergequeue.Sink) *mergequeue.Merg
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; _ = ws.Close() })
+	t.Cleanup(func() { cancel(); natstest.Recv(t, done, 30*time.Second); _ = ws.Close() })
 	return m
 }
 

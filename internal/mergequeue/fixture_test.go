@@ -24,6 +24,9 @@ import (
 
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs git: not run with -short")
+	}
 	out, err := gitTry(dir, args...)
 	require.NoError(t, err)
 	return out
@@ -205,7 +208,7 @@ func (b *bundle) start(holder string) {
 			_ = cmd.Process.Kill()
 			<-done
 		}
-		logf.Close()
+		_ = logf.Close() // a log the test has read or will not
 		if b.t.Failed() {
 			out, _ := os.ReadFile(logf.Name())
 			b.t.Logf("%s:\n%s", holder, out)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
 
 	"github.com/droverhq/drover/internal/mergequeue"
 	"github.com/droverhq/drover/internal/workspace"
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // outcome is what a child's sink reports to the test over NATS.
@@ -92,7 +93,7 @@ func runChild() error {
 	if err := ws.Start(ctx); err != nil {
 		return err
 	}
-	defer ws.Close()
+	defer func() { _ = ws.Close() }() // the process ends
 	holder := os.Getenv("MQ_HOLDER")
 	m, err := mergequeue.New(ctx, mergequeue.Deps{JS: js, Names: mergequeue.NewNames(subjects.MustNames(subjects.DefaultPrefix)),
 		Repo: mergequeue.GitRepo{M: ws}, Sink: natsSink{nc: nc, holder: holder}, Holder: holder}, cfg)

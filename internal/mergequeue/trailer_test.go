@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/mergequeue"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/workspace"
 )
 
@@ -70,7 +71,7 @@ func (bd *bundle) startMerger(t *testing.T, name, strategy string, sink mergeque
 	done := make(chan struct{})
 	go func() { defer close(done); _ = m.Run(ctx) }()
 	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done; _ = ws.Close() }) }
+	stop := func() { once.Do(func() { cancel(); natstest.Recv(t, done, 30*time.Second); _ = ws.Close() }) }
 	t.Cleanup(stop)
 	return m, stop
 }

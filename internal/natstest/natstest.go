@@ -37,8 +37,13 @@ func Sync(d time.Duration) Option {
 //
 // The server's warnings and errors go to the test's log (shown when the
 // test fails or with -v), so a failed test says why the server refused.
+//
+// Under -short (make test-unit) it skips the test instead.
 func Server(t testing.TB, opts ...Option) *broker.Embedded {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a NATS server: not run with -short")
+	}
 	cfg := broker.EmbeddedConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
 	for _, o := range opts {
 		o(&cfg)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/ops"
 	"github.com/droverhq/drover/internal/pipeline"
 	"github.com/droverhq/drover/subjects"
@@ -85,7 +86,7 @@ func (tb *testBundle) serve(srv *ops.Server, err error) {
 	go func() { tb.served <- srv.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-tb.served
+		_ = natstest.Recv(t, tb.served, 30*time.Second)
 	})
 }
 
@@ -93,7 +94,7 @@ func (tb *testBundle) get(path string) (int, string) {
 	tb.t.Helper()
 	resp, err := tb.client.Get("http://" + tb.srv.Addr() + path)
 	require.NoError(tb.t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(tb.t, err)
 	return resp.StatusCode, string(body)

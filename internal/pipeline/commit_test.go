@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/natstest"
 )
 
 func TestBoundCalls(t *testing.T) {
@@ -43,6 +45,6 @@ func TestBoundCalls(t *testing.T) {
 	ctx, cancel := boundCalls(parent, 2)
 	defer cancel()
 	cancelParent()
-	<-ctx.Done()
+	natstest.Recv(t, ctx.Done(), 30*time.Second)
 	require.ErrorIs(t, ctx.Err(), context.Canceled, "the task's cancellation reaches the commit's calls")
 }

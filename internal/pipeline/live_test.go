@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
 )
@@ -63,8 +64,8 @@ func TestLiveFeedBounds(t *testing.T) {
 	f.tokens = liveBurst
 	f.emit(runner.Activity{Kind: subjects.LiveToolCall, Tool: "Bash\x1b", Text: "\x1b[2J" + strings.Repeat("x", 2*subjects.MaxLiveText)})
 	f.close()
-	<-f.ch
-	l := <-f.ch
+	natstest.Recv(t, f.ch, 30*time.Second)
+	l := natstest.Recv(t, f.ch, 30*time.Second)
 	require.Equal(t, uint64(1), p.LiveDropped())
 	require.Equal(t, uint64(1), l.Dropped, "the next line says how many were dropped before it")
 	require.Equal(t, `Bash\x1b`, l.Tool)

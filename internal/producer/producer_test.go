@@ -235,5 +235,5 @@ func TestFollowTerminalWaitsForNewEvents(t *testing.T) {
 	case <-tb.ctx.Done():
 		t.Fatal("FollowTerminal did not deliver the terminal event")
 	}
-	require.Equal(t, seq, <-seqs)
+	require.Equal(t, seq, natstest.Recv(t, seqs, 30*time.Second))
 }

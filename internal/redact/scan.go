@@ -201,7 +201,7 @@ func inflate(data []byte, limit int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer zr.Close()
+	defer func() { _ = zr.Close() }() // read only
 	return io.ReadAll(io.LimitReader(zr, int64(limit)))
 }
 

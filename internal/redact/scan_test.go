@@ -17,6 +17,9 @@ import (
 // workspace records it.
 func gitPatch(t *testing.T, base, change map[string]string) []byte {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs git: not run with -short")
+	}
 	dir := t.TempDir()
 	run := func(args ...string) string {
 		cmd := exec.Command("git", args...)

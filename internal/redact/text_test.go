@@ -79,7 +79,7 @@ func TestClipRunes(t *testing.T) {
 
 func TestOneLineAndFirstLine(t *testing.T) {
 	assert.Equal(t, "a b c", OneLine("  a\n\tb \r\n c  "))
-	assert.Equal(t, "", OneLine(" \n "))
+	assert.Empty(t, OneLine(" \n "))
 	assert.Equal(t, "first", FirstLine("first\nsecond"))
 	assert.Equal(t, "first", FirstLine("first\r\nsecond"))
 	assert.Equal(t, "only", FirstLine("only"))

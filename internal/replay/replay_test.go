@@ -44,7 +44,7 @@ func setup(t *testing.T) *fleet {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	t.Cleanup(func() { cancel(); require.NoError(t, natstest.Recv(t, done, 30*time.Second)) })
 	select {
 	case <-w.Started():
 	case err := <-done:

@@ -20,7 +20,7 @@ func entries(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyVa
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
+	defer func() { _ = w.Stop() }() // the watch is done with
 	for {
 		select {
 		case e, ok := <-w.Updates():

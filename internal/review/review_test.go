@@ -1,7 +1,6 @@
 package review
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +43,7 @@ func TestValidate(t *testing.T) {
 		if c.valid {
 			assert.NoError(t, err, c.name)
 		} else {
-			assert.True(t, errors.Is(err, ErrInvalid), "%s: %v", c.name, err)
+			assert.ErrorIs(t, err, ErrInvalid, "%s: %v", c.name, err)
 		}
 	}
 }

@@ -122,7 +122,7 @@ func codexModel(argv []string, env map[string]string) string {
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())

@@ -275,7 +275,7 @@ func keepSession(agent, home, dir, id string) (*SessionState, string) {
 	if err != nil {
 		return nil, "not kept: " + err.Error()
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a directory handle: its files are closed on their own
 	rel, err := sessionFile(agent, root, dir, id, false)
 	if err != nil {
 		return nil, "not kept: " + err.Error()
@@ -290,7 +290,7 @@ func keepSession(agent, home, dir, id string) (*SessionState, string) {
 	if err != nil {
 		return nil, "not kept: " + err.Error()
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return nil, "not kept: the session file is not a regular file"
 	}
@@ -318,7 +318,7 @@ func restoreSession(agent, home, dir, id string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a directory handle: its files are closed on their own
 	rel, err := sessionFile(agent, root, dir, id, true)
 	if err != nil {
 		return err

@@ -170,7 +170,7 @@ func TestCodexRolloutStaysInTheHome(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(home, rel), []byte("rollout\n"), 0o600))
 		root, err := os.OpenRoot(home)
 		require.NoError(t, err)
-		defer root.Close()
+		defer func() { _ = root.Close() }()
 		_, err = findRollout(root, id, 10)
 		require.ErrorContains(t, err, "more than 10 entries under .codex/sessions")
 		got, err := findRollout(root, id, 20)

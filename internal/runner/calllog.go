@@ -45,7 +45,7 @@ func appendCallLog(path string, req Request, inFlight int64, now time.Time) erro
 		return err
 	}
 	if _, err := f.Write(line); err != nil {
-		f.Close()
+		_ = f.Close() // the write already failed: that error is returned
 		return err
 	}
 	return f.Close()

@@ -21,12 +21,13 @@ func TestSimCallLog(t *testing.T) {
 	sims := []*Sim{NewSim(SimOptions{CallLog: path}), NewSim(SimOptions{CallLog: path})}
 	const perSim = 50
 	var wg sync.WaitGroup
+	failing := simReq(t, subjects.RoleImplementer, `{"fail": {"role": "implementer", "times": 10}}`)
 	for _, s := range sims {
 		for i := 0; i < perSim; i++ {
 			wg.Add(1)
 			go func(try int) {
 				defer wg.Done()
-				req := simReq(t, subjects.RoleImplementer, `{"fail": {"role": "implementer", "times": 10}}`)
+				req := failing
 				req.Try = try
 				_, _ = s.Run(context.Background(), req) // failures are logged too
 			}(i + 1)
@@ -36,7 +37,7 @@ func TestSimCallLog(t *testing.T) {
 
 	f, err := os.Open(path)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	lines := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

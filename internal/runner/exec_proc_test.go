@@ -4,7 +4,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/prompt"
 	"github.com/droverhq/drover/subjects"
 )
@@ -75,8 +75,9 @@ func TestExecCancelKillsGroup(t *testing.T) {
 	e := newExec(t, subjects.RoleImplementer, ExecConfig{Argv: []string{script(t, "hang.sh"), pidFile}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	req := simReq(t, subjects.RoleImplementer, "")
 	go func() {
-		_, err := e.Run(ctx, simReq(t, subjects.RoleImplementer, ""))
+		_, err := e.Run(ctx, req)
 		done <- err
 	}()
 	pid := readPID(t, pidFile) // the child is running
@@ -181,15 +182,16 @@ func TestExecRunsConcurrently(t *testing.T) {
 	t.Parallel()
 	e := newExec(t, subjects.RoleJudge, ExecConfig{Argv: []string{script(t, "verdict.sh")}})
 	errs := make(chan error, 8)
+	req := simReq(t, subjects.RoleJudge, "")
 	for range cap(errs) {
 		go func() {
-			_, err := e.Run(context.Background(), simReq(t, subjects.RoleJudge, ""))
+			_, err := e.Run(context.Background(), req)
 			errs <- err
 		}()
 	}
 	for range cap(errs) {
-		err := <-errs
-		require.False(t, errors.Is(err, ErrPermanent))
+		err := natstest.Recv(t, errs, 30*time.Second)
+		require.NotErrorIs(t, err, ErrPermanent)
 		require.NoError(t, err)
 	}
 }

@@ -22,9 +22,12 @@ import (
 )
 
 // requireBwrap skips t when bwrap is not installed, unless CI is set: in
-// CI a missing bwrap fails the test.
+// CI a missing bwrap fails the test. Under -short (make test-unit) it skips.
 func requireBwrap(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs bwrap: not run with -short")
+	}
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("bwrap not found and CI is set: install bubblewrap: %v", err)
@@ -154,7 +157,7 @@ func TestExecSandboxNetwork(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // the test is over
 	go func() {
 		for {
 			c, err := ln.Accept()

@@ -5,7 +5,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -244,5 +243,6 @@ func TestTailWriter(t *testing.T) {
 	require.Equal(t, ": ...1234567", w.suffix(), "cut at a rune start")
 	_, _ = w.Write([]byte("ab"))
 	require.Equal(t, ": ...234567ab", w.suffix())
-	require.True(t, errors.Is(func() error { _, err := (&limitWriter{max: 1, over: func() {}}).Write([]byte("ab")); return err }(), errStdoutLimit))
+	_, err := (&limitWriter{max: 1, over: func() {}}).Write([]byte("ab"))
+	require.ErrorIs(t, err, errStdoutLimit)
 }

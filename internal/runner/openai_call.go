@@ -192,7 +192,7 @@ func (o *OpenAI) attempt(ctx context.Context, body []byte, key string, keySet bo
 	if err != nil {
 		return nil, o.transportFailure(ctx, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read, or abandoned: nothing to lose
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxOpenAIResponse+1))
 		if err != nil {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -79,7 +78,7 @@ func TestOpenAIBadResponses(t *testing.T) {
 			o := b.runner(t, tc.role, OpenAIConfig{})
 			res, err := o.Run(context.Background(), openAIReq(t, tc.role))
 			require.ErrorContains(t, err, tc.want)
-			require.False(t, errors.Is(err, ErrPermanent), "the pipeline retries a bad reply: %v", err)
+			require.NotErrorIs(t, err, ErrPermanent, "the pipeline retries a bad reply: %v", err)
 			require.Empty(t, res.Action, "never a silent approval")
 			require.NotContains(t, err.Error(), testOpenAIKey)
 			require.Less(t, len(err.Error()), 2*excerptBytes, "error quotes a bounded excerpt")

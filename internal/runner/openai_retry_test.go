@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/backoff"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -65,7 +65,7 @@ func TestOpenAIGivesUp(t *testing.T) {
 	o := b.runner(t, subjects.RoleJudge, OpenAIConfig{MaxRetries: 2})
 	_, err := o.Run(context.Background(), openAIReq(t, subjects.RoleJudge))
 	require.Error(t, err)
-	require.False(t, errors.Is(err, ErrPermanent), "running out of retries is not permanent: %v", err)
+	require.NotErrorIs(t, err, ErrPermanent, "running out of retries is not permanent: %v", err)
 	require.Len(t, b.requests(), 3)
 	require.Len(t, b.delays(), 2)
 	require.ErrorContains(t, err, "judge: openai model gpt-test at "+b.srv.URL+"/v1")
@@ -99,7 +99,7 @@ func TestOpenAIRequestTimeout(t *testing.T) {
 	_, err := o.Run(context.Background(), openAIReq(t, subjects.RolePlanner))
 	require.ErrorContains(t, err, "request timed out after 200ms")
 	require.ErrorContains(t, err, "gave up after 3 attempts")
-	require.False(t, errors.Is(err, ErrPermanent))
+	require.NotErrorIs(t, err, ErrPermanent)
 	// The server records a request once it has read its body, which for
 	// the last one can be after the client has given up on it.
 	require.Eventually(t, func() bool { return len(b.requests()) == 3 }, 5*time.Second, 5*time.Millisecond,
@@ -114,7 +114,7 @@ func TestOpenAITransportError(t *testing.T) {
 	b.srv.Close() // connection refused from now on
 	_, err := o.Run(context.Background(), openAIReq(t, subjects.RolePlanner))
 	require.ErrorContains(t, err, "gave up after 2 attempts")
-	require.False(t, errors.Is(err, ErrPermanent))
+	require.NotErrorIs(t, err, ErrPermanent)
 	require.Len(t, b.delays(), 1)
 }
 
@@ -136,12 +136,12 @@ func TestOpenAICancelStopsRetries(t *testing.T) {
 		_, err := o.Run(ctx, req)
 		errc <- err
 	}()
-	<-served
+	natstest.Recv(t, served, 30*time.Second)
 	cancel()
 	select {
 	case err := <-errc:
 		require.ErrorIs(t, err, context.Canceled)
-		require.False(t, errors.Is(err, ErrPermanent))
+		require.NotErrorIs(t, err, ErrPermanent)
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after ctx was cancelled")
 	}

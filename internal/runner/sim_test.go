@@ -3,13 +3,14 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -183,23 +184,24 @@ func TestSimCounting(t *testing.T) {
 
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
+	hang := simReq(t, subjects.RoleImplementer, `{"hang": "implementer"}`)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.Run(ctx, simReq(t, subjects.RoleImplementer, `{"hang": "implementer"}`))
+			_, err := s.Run(ctx, hang)
 			errs <- err
 		}()
 	}
 	for i := 0; i < n; i++ {
-		<-started
+		natstest.Recv(t, started, 30*time.Second)
 	}
 	require.EqualValues(t, n, s.InFlight())
 	cancel()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		require.True(t, errors.Is(err, context.Canceled), "got %v", err)
+		require.ErrorIs(t, err, context.Canceled, "got %v", err)
 	}
 
 	s.onStart = nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // secretName is a variable of the test process that no contained
@@ -15,14 +16,19 @@ import (
 const secretName = "DROVER_SANDBOX_TEST_SECRET"
 
 func TestMain(m *testing.M) {
-	os.Setenv(secretName, "s3cret-value")
-	os.Exit(m.Run())
+	if err := os.Setenv(secretName, "s3cret-value"); err != nil {
+		panic(err)
+	}
+	goleak.VerifyTestMain(m)
 }
 
 // requireBwrap skips t when bwrap is not installed, unless CI is set: in
-// CI a missing bwrap fails the test.
+// CI a missing bwrap fails the test. Under -short (make test-unit) it skips.
 func requireBwrap(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs bwrap: not run with -short")
+	}
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("bwrap not found and CI is set: install bubblewrap: %v", err)

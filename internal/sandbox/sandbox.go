@@ -162,7 +162,7 @@ func (s *Sandbox) Check(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: check: %w", err)
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }() // best effort: a temporary file
 	cmd, err := s.Command(ctx, Spec{Paths: Paths{Work: work}, Env: []string{"PATH=/usr/bin:/bin"}}, []string{"true"})
 	if err != nil {
 		return err

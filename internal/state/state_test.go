@@ -224,7 +224,8 @@ func TestWritesStoreTheirOwnBytes(t *testing.T) {
 		for _, st := range states {
 			wg.Go(func() {
 				created, err := tb.store.CreateTask(tb.ctx, st)
-				if !assert.NoError(t, err) {
+				if err != nil {
+					t.Error(err) // not require: this is not the test's goroutine
 					return
 				}
 				st.Stage = string(subjects.RoleJudge)

@@ -26,7 +26,7 @@ func run(t *testing.T, w *worker.Worker) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	t.Cleanup(func() { cancel(); require.NoError(t, natstest.Recv(t, done, 30*time.Second)) })
 	select {
 	case <-w.Started():
 	case err := <-done:

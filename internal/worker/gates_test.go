@@ -51,7 +51,7 @@ func TestProducerAttackRefusedAtAdmission(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { cancel(); require.NoError(t, <-done) }) })
+	t.Cleanup(func() { once.Do(func() { cancel(); require.NoError(t, natstest.Recv(t, done, 30*time.Second)) }) })
 	select {
 	case <-w.Started():
 	case err := <-done:

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +42,7 @@ func (b *wsBundle) startMerging(t *testing.T, set runner.Set, dir string) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { cancel(); require.NoError(t, <-done) }) })
+	t.Cleanup(func() { once.Do(func() { cancel(); require.NoError(t, natstest.Recv(t, done, 30*time.Second)) }) })
 	select {
 	case <-w.Started():
 	case err := <-done:
@@ -101,7 +100,7 @@ func TestMergeDeliveryConflictGoesBackToTheImplementer(t *testing.T) {
 	winner := map[string]string{"left": "right", "right": "left"}[loser]
 	require.Contains(t, back[0].Feedback, "Merge queue: branch")
 	require.Contains(t, back[0].Feedback, "conflict")
-	require.True(t, strings.Contains(git(t, b.repo, "show", "main:lib.txt"), "one by "+winner))
+	require.Contains(t, git(t, b.repo, "show", "main:lib.txt"), "one by "+winner)
 	// The second attempt started from the new main: it holds the winner's file.
 	for i, r := range a.impl {
 		if r.Task.ID == loser && r.Attempt == 2 {

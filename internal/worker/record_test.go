@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/audit"
+	"github.com/droverhq/drover/internal/natstest"
 	"github.com/droverhq/drover/internal/producer"
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/subjects"
@@ -69,7 +70,7 @@ func TestImplementerChangeIsInTheRecordWhileTheJudgeRuns(t *testing.T) {
 			require.NoError(t, err)
 			_, err = producer.Publish(ctx, b.js, b.names, subjects.DefaultQueue, subjects.TaskRequest{Workflow: wf, ID: "T1", Scope: "edit"})
 			require.NoError(t, err)
-			require.ErrorIs(t, <-follow, errSeen)
+			require.ErrorIs(t, natstest.Recv(t, follow, 30*time.Second), errSeen)
 			ch := change(t, got)
 			patch, err := ch.PatchData()
 			require.NoError(t, err)

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 
@@ -42,7 +41,7 @@ func TestSandboxVerdict(t *testing.T) {
 				return
 			}
 			require.Error(t, err)
-			require.True(t, errors.Is(err, tc.checkErr), "the check's error is wrapped")
+			require.ErrorIs(t, err, tc.checkErr, "the check's error is wrapped")
 			for _, s := range tc.refused {
 				require.Contains(t, err.Error(), s)
 			}

@@ -38,7 +38,7 @@ func TestAgentOutputIsRecordedAsUTF8(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
-	defer func() { stop(); require.NoError(t, <-done) }()
+	defer func() { stop(); require.NoError(t, natstest.Recv(t, done, 30*time.Second)) }()
 	select {
 	case <-w.Started():
 	case err := <-done:

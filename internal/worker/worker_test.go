@@ -53,7 +53,7 @@ func TestWorkerDrainsAndLeavesNothingBehind(t *testing.T) {
 	// Stop while tasks run: they finish within the grace period.
 	require.Eventually(t, func() bool { return sim.Calls(subjects.RoleImplementer) > 0 }, 30*time.Second, 5*time.Millisecond)
 	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, natstest.Recv(t, done, 30*time.Second))
 
 	fctx, fcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer fcancel()

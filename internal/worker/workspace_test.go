@@ -205,7 +205,7 @@ func (b *wsBundle) start(t *testing.T, set runner.Set, dir string, push bool, gr
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); require.NoError(t, <-done) }) }
+	stop = func() { once.Do(func() { cancel(); require.NoError(t, natstest.Recv(t, done, 30*time.Second)) }) }
 	t.Cleanup(stop)
 	select {
 	case <-w.Started():

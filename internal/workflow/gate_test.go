@@ -25,7 +25,7 @@ func TestGateRewatchesAfterClose(t *testing.T) {
 	hold := make(chan struct{})
 	g, done, err := startGate(ctx, res.State, natstest.Quiet(), hold)
 	require.NoError(t, err)
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); natstest.Recv(t, done, 30*time.Second) })
 	require.NoError(t, g.Err())
 	pause := func(wf string) {
 		t.Helper()

@@ -149,7 +149,7 @@ func (w *Workspace) addAll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrWorkspaceBroken, err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a directory handle: its files are closed on their own
 	var paths bytes.Buffer
 	var total int64
 	for _, rec := range bytes.Split(out, []byte{0}) {
@@ -291,7 +291,7 @@ func (m *Manager) applyTree(ctx context.Context, base string, p Patch) (string, 
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	index := filepath.Join(m.tmp, "index-"+hex.EncodeToString(rnd[:]))
-	defer os.Remove(index)
+	defer func() { _ = os.Remove(index) }() // best effort: a temporary file
 	env := []string{"GIT_INDEX_FILE=" + index}
 	run := func(stdin []byte, args ...string) (string, error) {
 		out, err := m.git.run(ctx, gitCall{args: append([]string{"--git-dir", m.mirror}, args...), env: env, stdin: stdin})

@@ -94,7 +94,7 @@ func (m *Manager) copyIgnored(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }() // a directory handle: its files are closed on their own
 	src := m.cfg.CopyFrom
 	budget := int64(DefaultMaxCopyBytes)
 	for _, pattern := range m.cfg.CopyIgnored {
@@ -150,7 +150,7 @@ func copyFile(from string, root *os.Root, to string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // read only
 	if err := root.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func copyFile(from string, root *os.Root, to string, perm fs.FileMode) error {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
+		_ = out.Close() // the write already failed: that error is returned
 		return err
 	}
 	return out.Close()

@@ -26,9 +26,13 @@ func testEnv(home string) []string {
 	}
 }
 
-// gitT runs git in dir for a test and returns its trimmed stdout.
+// gitT runs git in dir for a test and returns its trimmed stdout. Under
+// -short (make test-unit) it skips the test.
 func gitT(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs git: not run with -short")
+	}
 	out, err := gitTry(dir, args...)
 	require.NoError(t, err, "git %v: %s", args, out)
 	return out

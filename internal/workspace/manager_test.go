@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/natstest"
 )
 
 // TestResolveBaseCoalesced: 16 concurrent ResolveBase calls share one fetch.
@@ -90,7 +92,7 @@ func TestReleaseReusesAndBounds(t *testing.T) {
 	require.NoError(t, a.Release(ctx, false))
 	b := openTask(t, m, repo.base, "B")
 	assert.Equal(t, a.Dir(), b.Dir(), "the released worktree is reused")
-	assert.Equal(t, "", gitT(t, b.Dir(), "status", "--porcelain", "--ignored"))
+	assert.Empty(t, gitT(t, b.Dir(), "status", "--porcelain", "--ignored"))
 	assert.Equal(t, repo.base, gitT(t, b.Dir(), "rev-parse", "HEAD"), "HEAD detached at the base")
 	assert.Equal(t, repo.base, gitT(t, m.mirror, "rev-parse", "refs/heads/drover/wf/B"))
 	c := openTask(t, m, repo.base, "C")
@@ -106,7 +108,7 @@ func TestReleaseReusesAndBounds(t *testing.T) {
 	}()
 	assert.Equal(t, 2, m.Stats().Open)
 	require.NoError(t, c.Release(ctx, true)) // kept: frees its slot
-	d := <-opened
+	d := natstest.Recv(t, opened, 30*time.Second)
 	require.NotNil(t, d)
 	s := m.Stats()
 	assert.Equal(t, 1, s.Kept)
@@ -227,7 +229,7 @@ func TestOpenWaitsForSlotWithinContext(t *testing.T) {
 		return waiting
 	}, 10*time.Second, time.Millisecond)
 	cancel()
-	require.ErrorIs(t, <-errc, context.Canceled)
+	require.ErrorIs(t, natstest.Recv(t, errc, 30*time.Second), context.Canceled)
 	require.NoError(t, a.Release(context.Background(), false))
 	b := openTask(t, m, repo.base, "B")
 	assert.Equal(t, a.Dir(), b.Dir())

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/natstest"
 )
 
 // hook installs an executable hook in the bare remote.
@@ -93,7 +95,7 @@ func TestPushBatched(t *testing.T) {
 	assert.Equal(t, int64(16), m.Stats().PushedRefs)
 	for b, h := range heads {
 		assert.Equal(t, h, gitT(t, repo.remote, "rev-parse", "refs/heads/"+b))
-		assert.Equal(t, 1, len(strings.Split(gitT(t, repo.remote, "reflog", "show", "--format=%H", "refs/heads/"+b), "\n")), b)
+		assert.Len(t, strings.Split(gitT(t, repo.remote, "reflog", "show", "--format=%H", "refs/heads/"+b), "\n"), 1, b)
 		// exactly its own change from the base
 		files := gitT(t, repo.remote, "diff", "--name-only", repo.base, h)
 		task := strings.TrimPrefix(b, "drover/wf/")
@@ -156,7 +158,7 @@ func TestPushRemoteDown(t *testing.T) {
 	default:
 	}
 	require.NoError(t, os.Rename(away, repo.remote))
-	errs := <-done
+	errs := natstest.Recv(t, done, 60*time.Second)
 	for b, err := range errs {
 		require.NoError(t, err, b)
 		assert.Equal(t, heads[b], gitT(t, repo.remote, "rev-parse", "refs/heads/"+b))
@@ -179,7 +181,7 @@ func TestPushContextAndClose(t *testing.T) {
 	}
 	assert.Eventually(t, func() bool { return m.Stats().PushRetries >= 1 }, 30*time.Second, 5*time.Millisecond)
 	cancel()
-	require.ErrorIs(t, <-errc, context.Canceled)
+	require.ErrorIs(t, natstest.Recv(t, errc, 30*time.Second), context.Canceled)
 	require.NoError(t, m.Close())
 	require.ErrorIs(t, m.Push(context.Background(), "drover/wf/T0", repo.base), ErrClosed)
 }
@@ -199,7 +201,7 @@ func TestCloseFlushesQueuedPushes(t *testing.T) {
 	}
 	require.NoError(t, m.Close())
 	for _, r := range reqs {
-		require.NoError(t, <-r.done)
+		require.NoError(t, natstest.Recv(t, r.done, 30*time.Second))
 		assert.Equal(t, r.head, gitT(t, repo.remote, "rev-parse", "refs/heads/"+r.branch))
 	}
 }

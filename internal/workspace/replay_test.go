@@ -46,12 +46,12 @@ func TestReplayOnAnotherWorker(t *testing.T) {
 		{Attempt: 2, Head: second.Head, Patch: second.Patch},
 	}})
 	require.NoError(t, err)
-	defer w.Release(ctx, false)
+	defer func() { _ = w.Release(ctx, false) }() // the test is over: what is left is removed with its directory
 	diff, err := w.Diff(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, second.Patch, diff.Patch)
 	assert.Equal(t, "2", gitT(t, w.Dir(), "rev-list", "--count", repo.base+"..HEAD"))
-	assert.Equal(t, "", gitT(t, w.Dir(), "status", "--porcelain"))
+	assert.Empty(t, gitT(t, w.Dir(), "status", "--porcelain"))
 	assert.NoFileExists(t, filepath.Join(w.Dir(), "a/one.txt"))
 
 	writeFile(t, w.Dir(), "z.txt", "z\n")
@@ -72,7 +72,7 @@ func TestReplaySameWorker(t *testing.T) {
 	w, err := m.Open(context.Background(), Spec{Workflow: "wf", Task: "T1", Branch: branch, Base: repo.base,
 		Replay: []Patch{{Attempt: 1, Head: first.Head, Patch: first.Patch}, {Attempt: 2, Head: second.Head, Patch: second.Patch}}})
 	require.NoError(t, err)
-	defer w.Release(context.Background(), false)
+	defer func() { _ = w.Release(context.Background(), false) }() // the test is over: what is left is removed with its directory
 	head, err := w.Head(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, second.Head, head)
@@ -95,7 +95,7 @@ func TestApplyCacheHit(t *testing.T) {
 	assert.False(t, ch.Empty)
 	assert.Equal(t, rec.Patch, ch.Patch)
 	assert.Equal(t, rec.Files, ch.Files)
-	assert.Equal(t, "", gitT(t, w.Dir(), "status", "--porcelain"))
+	assert.Empty(t, gitT(t, w.Dir(), "status", "--porcelain"))
 	checkPatch(t, repo.remote, ch, treeOf(t, m, ch.Head))
 	assert.Contains(t, gitT(t, m.mirror, "log", "-1", "--format=%B", ch.Head), "Drover-Workflow: wf2")
 
