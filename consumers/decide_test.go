@@ -215,3 +215,33 @@ func TestActionString(t *testing.T) {
 		require.Equal(t, want, a.String())
 	}
 }
+
+// New refuses a consumer that could not run, naming what is missing.
+func TestNewNamesWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	h := &barrier{release: make(chan struct{})}
+	tests := []struct {
+		name string
+		deps Deps
+		cfg  Config
+		want string
+	}{
+		{"no queue", Deps{Pool: NewPool(1), Handler: h}, Config{}, "Config.Queue is required"},
+		{"no pool", Deps{Handler: h}, Config{Queue: "q"}, "Deps.Pool is required"},
+		{"no handler", Deps{Pool: NewPool(1)}, Config{Queue: "q"}, "Deps.Handler is required"},
+		{"enough to build", Deps{Pool: NewPool(1), Handler: h}, Config{Queue: "q"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := New(tt.deps, tt.cfg)
+			if tt.want != "" {
+				require.ErrorContains(t, err, tt.want)
+				require.Nil(t, c)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.cfg.Queue, c.cfg.Queue)
+		})
+	}
+}

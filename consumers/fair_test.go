@@ -59,7 +59,9 @@ func TestIdleQueueGivesItsSlotsToABusyOne(t *testing.T) {
 		ensure := func(ctx context.Context) (jetstream.Consumer, error) {
 			return broker.EnsureConsumer(ctx, js, names, queue, broker.ConsumerSettings{}, natstest.Quiet())
 		}
-		c := New(Config{Queue: queue, FetchWait: time.Minute, Watchdog: -1, Grace: time.Second, JetStream: js}, ensure, pool, h, natstest.Quiet())
+		c, err := New(Deps{JetStream: js, Ensure: ensure, Pool: pool, Handler: h, Log: natstest.Quiet()},
+			Config{Queue: queue, FetchWait: time.Minute, Watchdog: -1, Grace: time.Second})
+		require.NoError(t, err)
 		wg.Go(func() { _ = c.Run(ctx) })
 	}
 	idle := &barrier{release: make(chan struct{})}

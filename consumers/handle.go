@@ -41,10 +41,10 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg message) {
 		return
 	}
 	if md.NumDelivered > 1 {
-		c.cfg.Metrics.Redelivered()
+		c.deps.Metrics.Redelivered()
 	}
-	c.cfg.Metrics.InFlight(1)
-	defer c.cfg.Metrics.InFlight(-1)
+	c.deps.Metrics.InFlight(1)
+	defer c.deps.Metrics.InFlight(-1)
 	ctx, cancel := context.WithCancelCause(workCtx)
 	defer cancel(nil)
 	set := c.Settings()
@@ -59,18 +59,18 @@ func (c *TaskConsumer) handle(workCtx context.Context, msg message) {
 		Timestamp:    md.Timestamp,
 		Stale:        hb.stale,
 	}
-	out, perr := guard(func() Outcome { return c.h.Handle(ctx, d) })
+	out, perr := guard(func() Outcome { return c.deps.Handler.Handle(ctx, d) })
 	for pause := out.Delay; perr == nil && out.Action == Nak && out.RetryInPlace; pause = min(2*pause, max(c.cfg.RetryMax, out.Delay)) {
 		if !c.retryInPlace(ctx, workCtx, hb, pause) {
 			break
 		}
-		out, perr = guard(func() Outcome { return c.h.Handle(ctx, d) })
+		out, perr = guard(func() Outcome { return c.deps.Handler.Handle(ctx, d) })
 	}
 	if perr != nil {
 		out = c.panicked(ctx, d, perr, hb.stale())
 	}
 	out = settle(out, hb.stop(), workCtx.Err() != nil)
-	c.cfg.Metrics.Settled(out.Action.String())
+	c.deps.Metrics.Settled(out.Action.String())
 	switch out.Action {
 	case Ack:
 		err = msg.Ack()
@@ -156,7 +156,7 @@ func (c *TaskConsumer) heartbeat(ctx context.Context, cancel context.CancelCause
 			c.log.Warn("heartbeat failed", "err", err)
 			return err
 		}
-		c.cfg.Metrics.Heartbeat()
+		c.deps.Metrics.Heartbeat()
 		return nil
 	})
 }

@@ -39,14 +39,15 @@ func TestHoldStopsFetching(t *testing.T) {
 	}
 	h := &barrier{release: make(chan struct{})}
 	close(h.release)
-	c := New(Config{Queue: "q", FetchWait: 200 * time.Millisecond, Watchdog: -1, Grace: time.Second, Hold: hold, HoldPoll: 10 * time.Millisecond, JetStream: js},
-		ensure, NewPool(2), h, natstest.Quiet())
+	c, err := New(Deps{JetStream: js, Ensure: ensure, Pool: NewPool(2), Handler: h, Hold: hold, Log: natstest.Quiet()},
+		Config{Queue: "q", FetchWait: 200 * time.Millisecond, Watchdog: -1, Grace: time.Second, HoldPoll: 10 * time.Millisecond})
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = c.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 
-	_, err := js.Publish(ctx, names.TaskSubject("q"), []byte(`{}`))
+	_, err = js.Publish(ctx, names.TaskSubject("q"), []byte(`{}`))
 	require.NoError(t, err)
 	seen := asked.Load()
 	require.Eventually(t, func() bool { return asked.Load() >= seen+5 }, 10*time.Second, time.Millisecond, "Hold is asked again and again")

@@ -32,7 +32,7 @@ func afterPanic(numDelivered uint64, maxDeliver int, stale bool) Action {
 // panic with its stack, counts it, and decides with afterPanic.
 func (c *TaskConsumer) panicked(ctx context.Context, d Msg, perr error, stale bool) Outcome {
 	c.stats.panics.Add(1)
-	c.cfg.Metrics.Panicked()
+	c.deps.Metrics.Panicked()
 	var stack []byte
 	if pe := (*PanicError)(nil); errors.As(perr, &pe) {
 		stack = pe.Stack
@@ -54,7 +54,7 @@ func (c *TaskConsumer) panicked(ctx context.Context, d Msg, perr error, stale bo
 // and task_failed. When it cannot, or panics again, the request is copied
 // to the DLQ here and the message terminated, so nothing stays behind.
 func (c *TaskConsumer) poison(ctx context.Context, d Msg, cause error) Outcome {
-	if p, ok := c.h.(Poisoner); ok {
+	if p, ok := c.deps.Handler.(Poisoner); ok {
 		out, perr := guard(func() Outcome { return p.Poison(ctx, d, cause) })
 		switch {
 		case perr != nil:
@@ -86,7 +86,7 @@ var errNoJetStream = errors.New("no JetStream configured for the DLQ")
 // contract's headers. Its Nats-Msg-Id is the one the handler would have
 // used, so it never makes a second entry.
 func (c *TaskConsumer) deadLetter(ctx context.Context, d Msg, reason subjects.Reason, text string) error {
-	if c.cfg.JetStream == nil {
+	if c.deps.JetStream == nil {
 		return errNoJetStream
 	}
 	names := c.cfg.Names
@@ -104,7 +104,7 @@ func (c *TaskConsumer) deadLetter(ctx context.Context, d Msg, reason subjects.Re
 	h.Set(subjects.HeaderDeliveries, strconv.FormatUint(d.NumDelivered, 10))
 	h.Set(subjects.HeaderMsgID, subjects.DLQMsgID(d.Queue, d.StreamSeq))
 	msg := &nats.Msg{Subject: names.DLQSubject(d.Queue), Header: h, Data: d.Body}
-	if _, err := c.cfg.JetStream.PublishMsg(ctx, msg); err != nil {
+	if _, err := c.deps.JetStream.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("dlq: publish %s: %w", subjects.DLQMsgID(d.Queue, d.StreamSeq), err)
 	}
 	return nil

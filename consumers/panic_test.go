@@ -56,9 +56,10 @@ func TestPanicked(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := New(Config{Queue: "q", RetryBase: time.Second}, nil, NewPool(1), tt.h, natstest.Quiet())
+			c, err := New(Deps{Pool: NewPool(1), Handler: tt.h, Log: natstest.Quiet()}, Config{Queue: "q", RetryBase: time.Second})
+			require.NoError(t, err)
 			d := Msg{Queue: "q", Body: []byte(`{}`), StreamSeq: 7, NumDelivered: tt.delivered, MaxDeliver: 3}
-			_, perr := guard(func() Outcome { return c.h.Handle(context.Background(), d) })
+			_, perr := guard(func() Outcome { return c.deps.Handler.Handle(context.Background(), d) })
 			var pe *PanicError
 			require.ErrorAs(t, perr, &pe)
 			require.NotEmpty(t, pe.Stack)

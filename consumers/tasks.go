@@ -48,19 +48,36 @@ type Config struct {
 	// RetryBase is the nak delay after a handler panicked, doubled per
 	// delivery up to RetryMax (defaults 1s and 1m).
 	RetryBase, RetryMax time.Duration
-	// JetStream is the connection the consumer pulls on (required), and
-	// with Names it copies a request to the DLQ when its handling
+	// Names names the DLQ a request is copied to when its handling
 	// panicked through every delivery and the handler could not fail it.
+	Names subjects.Names
+	// HoldPoll is how often a held consumer asks Deps.Hold again
+	// (default 500ms).
+	HoldPoll time.Duration
+}
+
+// Deps are what a task consumer works with.
+type Deps struct {
+	// JetStream is the connection the consumer pulls on, and copies a
+	// request to the DLQ with (required to Run).
 	JetStream jetstream.JetStream
-	Names     subjects.Names
+	// Ensure returns the queue's consumer, creating it when missing
+	// (required to Run).
+	Ensure Ensure
+	// Pool bounds how many tasks run at once; several consumers (queues)
+	// of a worker may share one (required).
+	Pool *Pool
+	// Handler decides what becomes of each message (required).
+	Handler Handler
 	// Metrics receives the consumer's events (nil: none recorded).
 	Metrics Metrics
 	// Hold, when set, is asked before each fetch: while it returns an
 	// error (a dependency the tasks need is down), the consumer fetches
-	// nothing and asks again every HoldPoll (default 500ms). Tasks already
-	// running are not touched. It must be cheap (cached).
-	Hold     func() error
-	HoldPoll time.Duration
+	// nothing and asks again every Config.HoldPoll. Tasks already running
+	// are not touched. It must be cheap (cached).
+	Hold func() error
+	// Log is the consumer's logger (nil: slog.Default()).
+	Log *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
@@ -84,9 +101,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryMax <= 0 {
 		c.RetryMax = time.Minute
-	}
-	if c.Metrics == nil {
-		c.Metrics = nopMetrics{}
 	}
 	if c.HoldPoll <= 0 {
 		c.HoldPoll = 500 * time.Millisecond
@@ -130,11 +144,9 @@ func settingsOf(cc jetstream.ConsumerConfig, cfg Config) Settings {
 
 // TaskConsumer feeds one queue's tasks to a handler through a pool.
 type TaskConsumer struct {
-	cfg    Config
-	ensure Ensure
-	pool   *Pool
-	h      Handler
-	log    *slog.Logger
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
 
 	cons     atomic.Pointer[jetstream.Consumer]
 	settings atomic.Pointer[Settings]
@@ -146,16 +158,27 @@ type TaskConsumer struct {
 	tasks sync.WaitGroup
 }
 
-// New returns a TaskConsumer. The pool bounds how many tasks run at once;
-// several consumers (queues) of a worker may share one.
-func New(cfg Config, ensure Ensure, p *Pool, h Handler, log *slog.Logger) *TaskConsumer {
-	if log == nil {
-		log = slog.Default()
+// New returns a TaskConsumer of cfg.Queue, or an error naming what is
+// missing.
+func New(deps Deps, cfg Config) (*TaskConsumer, error) {
+	switch {
+	case cfg.Queue == "":
+		return nil, errors.New("consumers: Config.Queue is required")
+	case deps.Pool == nil:
+		return nil, errors.New("consumers: Deps.Pool is required")
+	case deps.Handler == nil:
+		return nil, errors.New("consumers: Deps.Handler is required")
 	}
-	c := &TaskConsumer{cfg: cfg.withDefaults(), ensure: ensure, pool: p, h: h, log: log.With("queue", cfg.Queue)}
+	if deps.Metrics == nil {
+		deps.Metrics = nopMetrics{}
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	c := &TaskConsumer{cfg: cfg.withDefaults(), deps: deps, log: deps.Log.With("queue", cfg.Queue)}
 	s := settingsOf(jetstream.ConsumerConfig{}, c.cfg)
 	c.settings.Store(&s)
-	return c
+	return c, nil
 }
 
 // Fetching reports whether the consume loop is running and fetching.
@@ -186,10 +209,10 @@ func (c *TaskConsumer) follow(cc jetstream.ConsumerConfig) {
 // cancelled, which hands each task back with a nak at once. It returns when
 // every task it started has returned.
 func (c *TaskConsumer) Run(ctx context.Context) error {
-	if c.cfg.JetStream == nil {
+	if c.deps.JetStream == nil {
 		return errors.New("consumers: no JetStream connection to pull on (Config.JetStream)")
 	}
-	cons, err := c.ensure(ctx)
+	cons, err := c.deps.Ensure(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started: nothing to drain
@@ -197,7 +220,7 @@ func (c *TaskConsumer) Run(ctx context.Context) error {
 		return err
 	}
 	c.use(cons)
-	c.cfg.Metrics.PoolSize(c.pool.Size())
+	c.deps.Metrics.PoolSize(c.deps.Pool.Size())
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 
@@ -217,7 +240,7 @@ func (c *TaskConsumer) Run(ctx context.Context) error {
 	select {
 	case <-drained:
 	case <-graceCtx.Done():
-		c.log.Warn("grace period over; handing back the tasks still running", "in_flight", c.pool.Stats().InFlight)
+		c.log.Warn("grace period over; handing back the tasks still running", "in_flight", c.deps.Pool.Stats().InFlight)
 		cancelWork()
 		<-drained
 	}
@@ -232,8 +255,8 @@ func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 	hungry := true
 	held := false
 	for ctx.Err() == nil {
-		if c.cfg.Hold != nil {
-			if err := c.cfg.Hold(); err != nil {
+		if c.deps.Hold != nil {
+			if err := c.deps.Hold(); err != nil {
 				if !held {
 					c.log.Warn("not fetching while a dependency is down", "err", err)
 				}
@@ -246,13 +269,13 @@ func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 			}
 			held = false
 		}
-		n, err := c.pool.reserve(ctx, hungry)
+		n, err := c.deps.Pool.reserve(ctx, hungry)
 		if err != nil {
 			return
 		}
 		got, err := c.fetch(ctx, workCtx, n)
 		for range n - got {
-			c.pool.Release()
+			c.deps.Pool.Release()
 		}
 		hungry = got > 0
 		if err == nil {
@@ -262,7 +285,7 @@ func (c *TaskConsumer) fetchLoop(ctx, workCtx context.Context) {
 		failures++
 		c.log.Warn("fetch failed", "err", err, "failures", failures)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrStreamNotFound) {
-			if cons, eerr := c.ensure(ctx); eerr == nil {
+			if cons, eerr := c.deps.Ensure(ctx); eerr == nil {
 				c.use(cons)
 				c.log.Info("consumer recreated")
 				continue
@@ -289,10 +312,10 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 		return 0, errors.New("consumers: the consumer's stream and name are unknown")
 	}
 	wait := c.cfg.FetchWait
-	if c.pool.contended() {
+	if c.deps.Pool.contended() {
 		wait = 0
 	}
-	p, err := startPull(c.cfg.JetStream.Conn(), nextSubject(c.cfg.JetStream, info.Stream, info.Name), n, wait)
+	p, err := startPull(c.deps.JetStream.Conn(), nextSubject(c.deps.JetStream, info.Stream, info.Name), n, wait)
 	if err != nil {
 		return 0, err
 	}
@@ -301,20 +324,20 @@ func (c *TaskConsumer) fetch(ctx, workCtx context.Context, n int) (int, error) {
 	// then its drain.
 	guard := time.NewTimer(wait + time.Second)
 	defer guard.Stop()
-	want, stop := c.pool.wanted(), ctx.Done()
+	want, stop := c.deps.Pool.wanted(), ctx.Done()
 	got := 0
 	start := func(msg *nats.Msg) {
 		m := pulled{msg}
 		if ctx.Err() != nil || got == n {
 			// Stopping: hand it back at once rather than start it.
 			_ = m.Nak()
-			c.cfg.Metrics.Settled(Nak.String())
+			c.deps.Metrics.Settled(Nak.String())
 			return
 		}
 		got++
 		c.stats.fetched.Add(1)
 		c.tasks.Add(1)
-		c.pool.Go(func() { defer c.tasks.Done(); c.handle(workCtx, m) })
+		c.deps.Pool.Go(func() { defer c.tasks.Done(); c.handle(workCtx, m) })
 	}
 	// end ends the pull early and gives its drain drainWait; false: it had
 	// ended already.

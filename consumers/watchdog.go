@@ -33,7 +33,7 @@ func (c *TaskConsumer) watchdog(ctx context.Context, interval time.Duration) {
 		now := c.stats.fetched.Load()
 		// Slots a pending fetch holds are free for this purpose: only
 		// running tasks make a quiet queue expected.
-		st := c.pool.Stats()
+		st := c.deps.Pool.Stats()
 		idle := now == seen && st.InFlight < int64(st.Size)
 		seen = now
 		ictx, cancel := context.WithTimeout(ctx, interval)
@@ -65,7 +65,7 @@ func (c *TaskConsumer) watchdog(ctx context.Context, interval time.Duration) {
 }
 
 func (c *TaskConsumer) reensure(ctx context.Context) {
-	cons, err := c.ensure(ctx)
+	cons, err := c.deps.Ensure(ctx)
 	if err != nil {
 		c.log.Warn("watchdog: could not re-ensure the consumer", "err", err)
 		return

@@ -379,12 +379,18 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		ensure := func(ctx context.Context) (jetstream.Consumer, error) {
 			return broker.EnsureConsumer(ctx, w.js, w.cfg.Names, q, w.cfg.Consumer, w.cfg.Log)
 		}
-		w.consumers = append(w.consumers, consumers.New(consumers.Config{
+		c, err := consumers.New(consumers.Deps{
+			JetStream: w.js, Ensure: ensure, Pool: w.pool, Handler: ch, Metrics: cm,
+			Hold: w.holdFetching, Log: w.cfg.Log,
+		}, consumers.Config{
 			Queue: q, AckWait: w.cfg.Consumer.AckWait, MaxDeliver: w.cfg.Consumer.MaxDeliver,
 			Grace: w.cfg.Grace, FetchWait: w.cfg.FetchWait, Watchdog: w.cfg.Watchdog,
-			RetryBase: w.cfg.Pipeline.RetryBase, RetryMax: w.cfg.Pipeline.RetryMax,
-			JetStream: w.js, Names: w.cfg.Names, Metrics: cm, Hold: w.holdFetching,
-		}, ensure, w.pool, ch, w.cfg.Log))
+			RetryBase: w.cfg.Pipeline.RetryBase, RetryMax: w.cfg.Pipeline.RetryMax, Names: w.cfg.Names,
+		})
+		if err != nil {
+			return err
+		}
+		w.consumers = append(w.consumers, c)
 	}
 	return w.consume(ctx)
 }
