@@ -14,7 +14,10 @@ import (
 // :generateContent, as Gemini CLI calls it). A request that declares
 // tools is the agent's loop: its turn is the number of model contents in
 // its history. Any other request (the CLI's own checks) gets a short JSON
-// text. A tool call's Input is the function call's args.
+// text. A tool call's Input is the function call's args. Meter measures
+// the agent's loop's usage as the API's implicit cache of a repeated
+// prefix reports it (cachedContentTokenCount, counted in
+// promptTokenCount).
 type Gemini struct {
 	fake
 }
@@ -36,6 +39,21 @@ type geminiBody struct {
 			Name string `json:"name"`
 		} `json:"functionDeclarations"`
 	} `json:"tools"`
+}
+
+// meter measures body's input (see Meter): its system instruction and
+// tools, then its contents. Gemini sends no session ID: every request
+// carries the whole conversation.
+func (f *Gemini) meter(body []byte) (total, cached int64) {
+	var b struct {
+		System   json.RawMessage   `json:"systemInstruction"`
+		Tools    json.RawMessage   `json:"tools"`
+		Contents []json.RawMessage `json:"contents"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return int64(len(body)+3) / 4, 0
+	}
+	return f.measure(append([]json.RawMessage{append(append([]byte(nil), b.System...), b.Tools...)}, b.Contents...))
 }
 
 func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
@@ -73,11 +91,16 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		turn = f.turn(body, rec.Turn)
 	}
-	rec.InputTokens, rec.OutputTokens = turn.InputTokens, turn.OutputTokens
 	f.mu.Lock()
+	var cached int64
+	if f.metered && rec.Turn >= 0 && turn.Status == 0 {
+		total, c := f.meter(body)
+		turn.InputTokens, cached = total-c, c
+	}
+	rec.InputTokens, rec.CacheReadTokens, rec.OutputTokens = turn.InputTokens, cached, turn.OutputTokens
 	f.requests = append(f.requests, rec)
 	if turn.Status == 0 {
-		f.in += turn.InputTokens
+		f.in += turn.InputTokens + cached
 		f.out += turn.OutputTokens
 	}
 	f.mu.Unlock()
@@ -91,8 +114,8 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := map[string]any{
 		"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
-		"usageMetadata": map[string]any{"promptTokenCount": turn.InputTokens, "candidatesTokenCount": turn.OutputTokens,
-			"totalTokenCount": turn.InputTokens + turn.OutputTokens},
+		"usageMetadata": map[string]any{"promptTokenCount": turn.InputTokens + cached, "cachedContentTokenCount": cached,
+			"candidatesTokenCount": turn.OutputTokens, "totalTokenCount": turn.InputTokens + cached + turn.OutputTokens},
 		"modelVersion": model,
 	}
 	if method != "streamGenerateContent" {
