@@ -32,7 +32,11 @@ func NewGemini(t testing.TB, script ...Turn) *Gemini {
 
 type geminiBody struct {
 	Contents []struct {
-		Role string `json:"role"`
+		Role  string `json:"role"`
+		Parts []struct {
+			FunctionCall     json.RawMessage `json:"functionCall"`
+			FunctionResponse json.RawMessage `json:"functionResponse"`
+		} `json:"parts"`
 	} `json:"contents"`
 	Tools []struct {
 		FunctionDeclarations []struct {
@@ -80,6 +84,10 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 			rec.Tools = append(rec.Tools, d.Name)
 		}
 	}
+	if msg := b.unanswered(); msg != "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "message": msg, "status": "INVALID_ARGUMENT"}})
+		return
+	}
 	// The CLI's checks: its next-speaker check and its model router.
 	turn := Turn{Text: `{"reasoning":"done","next_speaker":"user","complexity_reasoning":"simple","complexity_score":1}`, InputTokens: 5, OutputTokens: 1}
 	if len(rec.Tools) > 0 {
@@ -126,4 +134,28 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	b2, _ := json.Marshal(resp)
 	fmt.Fprintf(w, "data: %s\r\n\r\n", b2)
+}
+
+// unanswered is the API's refusal of a history where a model content's
+// function calls are not answered by as many function responses in the
+// next content, or "".
+func (b geminiBody) unanswered() string {
+	count := func(i int, call bool) (n int) {
+		for _, p := range b.Contents[i].Parts {
+			if call && p.FunctionCall != nil || !call && p.FunctionResponse != nil {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range b.Contents {
+		calls := count(i, true)
+		if calls == 0 || i+1 == len(b.Contents) {
+			continue
+		}
+		if count(i+1, false) != calls {
+			return "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."
+		}
+	}
+	return ""
 }

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,4 +125,54 @@ func readDirNames(root *os.Root, rel string) ([]string, error) {
 		names = append(names, e.Name())
 	}
 	return names, nil
+}
+
+// geminiOnceAnswered is a kept Gemini CLI session file without the user
+// messages that only repeat tool results its gemini messages' toolCalls
+// already hold. Gemini CLI 0.61.0 records each result both ways and,
+// resuming, sends both: two function responses for one call, which the
+// Gemini API refuses ("Please ensure that the number of function response
+// parts is equal to the number of function call parts", 400). A message
+// with a response no toolCalls holds is kept.
+func geminiOnceAnswered(data []byte) []byte {
+	type record struct {
+		Type      string          `json:"type"`
+		Content   json.RawMessage `json:"content"`
+		ToolCalls []struct {
+			ID     string          `json:"id"`
+			Result json.RawMessage `json:"result"`
+		} `json:"toolCalls"`
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	answered := map[string]bool{}
+	for _, l := range lines {
+		var r record
+		if json.Unmarshal(l, &r) == nil && r.Type == "gemini" {
+			for _, c := range r.ToolCalls {
+				if c.ID != "" && len(c.Result) > 0 && string(c.Result) != "null" {
+					answered[c.ID] = true
+				}
+			}
+		}
+	}
+	out := make([]byte, 0, len(data))
+	for _, l := range lines {
+		var r record
+		var parts []struct {
+			FunctionResponse *struct {
+				ID string `json:"id"`
+			} `json:"functionResponse"`
+		}
+		if json.Unmarshal(l, &r) == nil && r.Type == "user" && json.Unmarshal(r.Content, &parts) == nil && len(parts) > 0 {
+			repeated := true
+			for _, p := range parts {
+				repeated = repeated && p.FunctionResponse != nil && answered[p.FunctionResponse.ID]
+			}
+			if repeated {
+				continue
+			}
+		}
+		out = append(out, l...)
+	}
+	return out
 }

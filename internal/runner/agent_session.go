@@ -219,8 +219,9 @@ func resumeRefused(agent string, err error) (string, bool) {
 		refusals = []string{"thread/resume failed"}
 	case AgentGemini:
 		// "Error resuming session: Invalid session identifier ...", or
-		// "... No previous sessions found for this project.".
-		refusals = []string{"Error resuming session"}
+		// "... No previous sessions found for this project."; or the API
+		// refusing the history the CLI restored (geminiOnceAnswered).
+		refusals = []string{"Error resuming session", "number of function response parts"}
 	}
 	for _, s := range refusals {
 		if i := strings.Index(msg, s); i >= 0 {
@@ -334,5 +335,8 @@ func restoreSession(agent, home, dir, id string, data []byte) error {
 		return err
 	}
 	_ = root.Remove(rel) // a link or anything else the agent left there
+	if agent == AgentGemini {
+		data = geminiOnceAnswered(data)
+	}
 	return root.WriteFile(rel, data, 0o600)
 }
