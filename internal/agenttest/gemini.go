@@ -14,7 +14,10 @@ import (
 // :generateContent, as Gemini CLI calls it). A request that declares
 // tools is the agent's loop: its turn is the number of model contents in
 // its history. Any other request (the CLI's own checks) gets a short JSON
-// text. A tool call's Input is the function call's args.
+// text. A tool call's Input is the function call's args. Meter measures
+// the agent's loop's usage as the API's implicit cache of a repeated
+// prefix reports it (cachedContentTokenCount, counted in
+// promptTokenCount).
 type Gemini struct {
 	fake
 }
@@ -29,13 +32,32 @@ func NewGemini(t testing.TB, script ...Turn) *Gemini {
 
 type geminiBody struct {
 	Contents []struct {
-		Role string `json:"role"`
+		Role  string `json:"role"`
+		Parts []struct {
+			FunctionCall     json.RawMessage `json:"functionCall"`
+			FunctionResponse json.RawMessage `json:"functionResponse"`
+		} `json:"parts"`
 	} `json:"contents"`
 	Tools []struct {
 		FunctionDeclarations []struct {
 			Name string `json:"name"`
 		} `json:"functionDeclarations"`
 	} `json:"tools"`
+}
+
+// meter measures body's input (see Meter): its system instruction and
+// tools, then its contents. Gemini sends no session ID: every request
+// carries the whole conversation.
+func (f *Gemini) meter(body []byte) (total, cached int64) {
+	var b struct {
+		System   json.RawMessage   `json:"systemInstruction"`
+		Tools    json.RawMessage   `json:"tools"`
+		Contents []json.RawMessage `json:"contents"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return int64(len(body)+3) / 4, 0
+	}
+	return f.measure(append([]json.RawMessage{append(append([]byte(nil), b.System...), b.Tools...)}, b.Contents...))
 }
 
 func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
@@ -62,6 +84,10 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 			rec.Tools = append(rec.Tools, d.Name)
 		}
 	}
+	if msg := b.unanswered(); msg != "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "message": msg, "status": "INVALID_ARGUMENT"}})
+		return
+	}
 	// The CLI's checks: its next-speaker check and its model router.
 	turn := Turn{Text: `{"reasoning":"done","next_speaker":"user","complexity_reasoning":"simple","complexity_score":1}`, InputTokens: 5, OutputTokens: 1}
 	if len(rec.Tools) > 0 {
@@ -73,11 +99,16 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		turn = f.turn(body, rec.Turn)
 	}
-	rec.InputTokens, rec.OutputTokens = turn.InputTokens, turn.OutputTokens
 	f.mu.Lock()
+	var cached int64
+	if f.metered && rec.Turn >= 0 && turn.Status == 0 {
+		total, c := f.meter(body)
+		turn.InputTokens, cached = total-c, c
+	}
+	rec.InputTokens, rec.CacheReadTokens, rec.OutputTokens = turn.InputTokens, cached, turn.OutputTokens
 	f.requests = append(f.requests, rec)
 	if turn.Status == 0 {
-		f.in += turn.InputTokens
+		f.in += turn.InputTokens + cached
 		f.out += turn.OutputTokens
 	}
 	f.mu.Unlock()
@@ -91,8 +122,8 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := map[string]any{
 		"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{part}}, "finishReason": "STOP", "index": 0}},
-		"usageMetadata": map[string]any{"promptTokenCount": turn.InputTokens, "candidatesTokenCount": turn.OutputTokens,
-			"totalTokenCount": turn.InputTokens + turn.OutputTokens},
+		"usageMetadata": map[string]any{"promptTokenCount": turn.InputTokens + cached, "cachedContentTokenCount": cached,
+			"candidatesTokenCount": turn.OutputTokens, "totalTokenCount": turn.InputTokens + cached + turn.OutputTokens},
 		"modelVersion": model,
 	}
 	if method != "streamGenerateContent" {
@@ -103,4 +134,28 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	b2, _ := json.Marshal(resp)
 	fmt.Fprintf(w, "data: %s\r\n\r\n", b2)
+}
+
+// unanswered is the API's refusal of a history where a model content's
+// function calls are not answered by as many function responses in the
+// next content, or "".
+func (b geminiBody) unanswered() string {
+	count := func(i int, call bool) (n int) {
+		for _, p := range b.Contents[i].Parts {
+			if call && p.FunctionCall != nil || !call && p.FunctionResponse != nil {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range b.Contents {
+		calls := count(i, true)
+		if calls == 0 || i+1 == len(b.Contents) {
+			continue
+		}
+		if count(i+1, false) != calls {
+			return "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."
+		}
+	}
+	return ""
 }

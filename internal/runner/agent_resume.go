@@ -3,13 +3,14 @@ package runner
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // AgentResumeArgv returns argv (a preset's, or a role's own for that
-// agent) changed to resume the CLI's session: Claude Code with --resume
-// <session>, Codex with `exec ... resume <session> -`. ok is false for an
-// agent that cannot resume this way, or an argv whose shape it does not
-// know. session must look like a session ID the CLIs print (letters,
+// agent) changed to resume the CLI's session: Claude Code and Gemini CLI
+// with --resume <session>, Codex with `exec ... resume <session> -`. ok
+// is false for an agent that cannot resume this way, or an argv whose
+// shape it does not know. session must look like a session ID the CLIs print (letters,
 // digits, '-' and '_', not starting with '-'), so that it is never read
 // as a flag.
 func AgentResumeArgv(agent string, argv []string, session string) (out []string, ok bool, err error) {
@@ -20,6 +21,15 @@ func AgentResumeArgv(agent string, argv []string, session string) (out []string,
 	case AgentClaudeCode:
 		if slices.Contains(argv, "--resume") || slices.Contains(argv, "-r") {
 			return nil, false, nil
+		}
+		return append(slices.Clone(argv), "--resume", session), true, nil
+	case AgentGemini:
+		// --resume takes the session's ID (or an index, or "latest");
+		// it excludes --session-id and --session-file.
+		for _, a := range argv {
+			if a == "-r" || a == "--resume" || strings.HasPrefix(a, "--resume=") || strings.HasPrefix(a, "--session-") {
+				return nil, false, nil
+			}
 		}
 		return append(slices.Clone(argv), "--resume", session), true, nil
 	case AgentCodex:

@@ -159,7 +159,7 @@ func (e *Exec) resume(ctx context.Context, req Request, s *Session, home, why st
 
 // sessionDirEnv names, for each agent whose sessions are kept, the
 // variable that moves them out of HOME.
-var sessionDirEnv = map[string]string{AgentClaudeCode: "CLAUDE_CONFIG_DIR", AgentCodex: "CODEX_HOME"}
+var sessionDirEnv = map[string]string{AgentClaudeCode: "CLAUDE_CONFIG_DIR", AgentCodex: "CODEX_HOME", AgentGemini: "GEMINI_CLI_HOME"}
 
 // sessionHome is the task's private HOME, where the agent's session is
 // kept and restored, or "" and why there is none: sessions are kept only
@@ -171,7 +171,7 @@ func (e *Exec) sessionHome(req Request) (string, string) {
 	case e.cfg.Sandbox == nil || req.Workspace == nil || req.Workspace.Sandbox.Home == "":
 		return "", "no private HOME to keep the session in (workspaces and the sandbox are needed)"
 	case !kept:
-		return "", fmt.Sprintf("sessions are kept for %s and %s only", AgentClaudeCode, AgentCodex)
+		return "", fmt.Sprintf("sessions are kept for %s, %s and %s only", AgentClaudeCode, AgentCodex, AgentGemini)
 	case e.baseEnv()[v] != "":
 		return "", v + " is set: the sessions are outside the private HOME"
 	}
@@ -217,6 +217,11 @@ func resumeRefused(agent string, err error) (string, bool) {
 		// "Error: thread/resume: thread/resume failed: no rollout found
 		// for thread id ...", or "... failed to read thread: ...".
 		refusals = []string{"thread/resume failed"}
+	case AgentGemini:
+		// "Error resuming session: Invalid session identifier ...", or
+		// "... No previous sessions found for this project."; or the API
+		// refusing the history the CLI restored (geminiOnceAnswered).
+		refusals = []string{"Error resuming session", "number of function response parts"}
 	}
 	for _, s := range refusals {
 		if i := strings.Index(msg, s); i >= 0 {
@@ -251,7 +256,8 @@ func claudeSessionFile(dir, id string) (string, error) {
 // sessionFile is where the CLI of agent keeps session id (run in dir),
 // relative to the home that root opens: Claude Code's by its rule;
 // Codex's rollout file of the thread as found under .codex/sessions, or,
-// for a restore (create) where there is none, a new one of today.
+// for a restore (create) where there is none, a new one of today;
+// Gemini's in the project of dir (geminiSessionFile).
 func sessionFile(agent string, root *os.Root, dir, id string, create bool) (string, error) {
 	switch agent {
 	case AgentClaudeCode:
@@ -262,6 +268,8 @@ func sessionFile(agent string, root *os.Root, dir, id string, create bool) (stri
 			return rel, err
 		}
 		return codexRolloutFile(id, time.Now().UTC())
+	case AgentGemini:
+		return geminiSessionFile(root, dir, id, create)
 	}
 	return "", fmt.Errorf("%s sessions are not kept", agent)
 }
@@ -327,5 +335,8 @@ func restoreSession(agent, home, dir, id string, data []byte) error {
 		return err
 	}
 	_ = root.Remove(rel) // a link or anything else the agent left there
+	if agent == AgentGemini {
+		data = geminiOnceAnswered(data)
+	}
 	return root.WriteFile(rel, data, 0o600)
 }

@@ -173,11 +173,17 @@ func TestAgentResumeArgv(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, []string{"codex", "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "resume", id, "-"}, got)
+	got, ok, err = AgentResumeArgv(AgentGemini, AgentArgv(AgentGemini), id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, append(AgentArgv(AgentGemini), "--resume", id), got)
 	for _, tc := range []struct {
 		agent string
 		argv  []string
 	}{
-		{AgentGemini, AgentArgv(AgentGemini)},
+		{AgentOpencode, AgentArgv(AgentOpencode)},
+		{AgentGemini, []string{"gemini", "--output-format", "json", "--session-id", "x"}},
+		{AgentGemini, []string{"gemini", "-r", "latest"}},
 		{AgentCodex, []string{"codex", "exec", "--json"}},
 		{AgentClaudeCode, []string{"claude", "-p", "--resume", "x"}},
 	} {
