@@ -2,7 +2,8 @@
 // own server: the throughput and latency of cold no-op tasks through a
 // real worker (the Drover phase), the overhead between roles on an idle
 // worker (the latency phase), a cached re-run (the cached phase) and how
-// many agents one worker drives (the agents phase). Each task is timed
+// many agents one worker drives (the agents phase), and a task's workspace
+// overhead on the operator's repository (the workspace phase). Each task is timed
 // from its submit to its terminal event as a follower of the audit stream
 // reads it; the role gaps are what the worker's metrics observe.
 //
@@ -24,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/workspace"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -99,6 +101,14 @@ type Config struct {
 	// phase, spread over [AgentLatency/2, 3*AgentLatency/2] across the
 	// tasks (default DefaultAgentLatency).
 	AgentLatency time.Duration
+	// Workspace is the repository of the workspace phase (Repo, BaseRef,
+	// Dir; the mirror is in a temporary directory without Dir). Its
+	// Repo empty: no workspace phase. Push, setup and cleanup commands
+	// and copied files are off in the phase.
+	Workspace workspace.Config
+	// WorkspaceTasks is the number of tasks of the workspace phase
+	// (default DefaultWorkspaceTasks).
+	WorkspaceTasks int
 	// Timeout bounds each phase (default 10m).
 	Timeout time.Duration
 	// Log receives progress and the worker's log (default: discarded).
@@ -107,9 +117,12 @@ type Config struct {
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Tasks < 0 || c.Concurrency < 0 || c.Sync < 0 || c.Timeout < 0 || c.LatencyTasks < 0 || c.CachedTasks < 0 ||
-		c.Agents < 0 || c.AgentLatency < 0 {
-		return c, fmt.Errorf("bench: negative setting (tasks %d, concurrency %d, sync %s, timeout %s, latency tasks %d, cached tasks %d, agents %d, agent latency %s)",
-			c.Tasks, c.Concurrency, c.Sync, c.Timeout, c.LatencyTasks, c.CachedTasks, c.Agents, c.AgentLatency)
+		c.Agents < 0 || c.AgentLatency < 0 || c.WorkspaceTasks < 0 {
+		return c, fmt.Errorf("bench: negative setting (tasks %d, concurrency %d, sync %s, timeout %s, latency tasks %d, cached tasks %d, agents %d, agent latency %s, workspace tasks %d)",
+			c.Tasks, c.Concurrency, c.Sync, c.Timeout, c.LatencyTasks, c.CachedTasks, c.Agents, c.AgentLatency, c.WorkspaceTasks)
+	}
+	if c.WorkspaceTasks == 0 {
+		c.WorkspaceTasks = DefaultWorkspaceTasks
 	}
 	if c.AgentLatency == 0 {
 		c.AgentLatency = DefaultAgentLatency
@@ -158,6 +171,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		GoVersion:   runtime.Version(),
 		GOMAXPROCS:  runtime.GOMAXPROCS(0),
 		NumCPU:      runtime.NumCPU(),
+	}
+	// First, as it needs no server: a repository that cannot be cloned
+	// ends the run before the long phases.
+	if cfg.Workspace.Enabled() {
+		if rep.Workspace, err = runWorkspace(ctx, cfg); err != nil {
+			return nil, err
+		}
 	}
 	url, storeDir := cfg.URL, ""
 	if url == "" {

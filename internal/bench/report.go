@@ -68,6 +68,8 @@ type Report struct {
 	Cached  *Cached  `json:"cached,omitempty"`
 	// Agents is the agents phase, when run.
 	Agents *Agents `json:"agents,omitempty"`
+	// Workspace is the workspace phase, when run.
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // NewPhase computes throughput and latency percentiles from each task's
@@ -167,6 +169,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Agents != nil {
 		writeAgents(w, r.Agents)
 	}
+	if r.Workspace != nil {
+		writeWorkspace(w, r.Workspace)
+	}
 	return nil
 }
 
@@ -203,6 +208,17 @@ func writeAgents(w io.Writer, a *Agents) {
 	fmt.Fprintf(w, "  CPU %s per task, %.2f cores over the run\n", round(a.CPUPerTask), a.Cores)
 	writeDist(w, "role to role", a.RoleGap)
 	writeDist(w, "submit to planner start", a.SubmitToStart)
+}
+
+// writeWorkspace prints the workspace phase.
+func writeWorkspace(w io.Writer, ws *Workspace) {
+	fmt.Fprintf(w, "\nworkspace overhead, %d tasks one at a time on the repository (%d files, %.1f MiB), nothing pushed:\n",
+		ws.Tasks, ws.Files, float64(ws.Bytes)/(1<<20))
+	fmt.Fprintf(w, "  mirror's start (first clone) %s, first open (adds the worktree) %s\n", round(ws.MirrorStart), round(ws.FirstOpen))
+	writeDist(w, "open", ws.Open)
+	writeDist(w, "commit and record", ws.Commit)
+	writeDist(w, "release", ws.Release)
+	writeDist(w, "total per task", ws.Total)
 }
 
 // writeDist prints one distribution of the latency or agents phase.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/droverhq/drover/internal/bench"
 	"github.com/droverhq/drover/internal/broker"
+	"github.com/droverhq/drover/internal/workspace"
 )
 
 // newBenchCmd is `drover bench`: the throughput and latency of no-op tasks
@@ -22,6 +23,8 @@ func newBenchCmd(g *globals) *cobra.Command {
 		syncFlag           string
 		asJSON, keep       bool
 		timeout            time.Duration
+		ws                 workspace.Config
+		wsTasks            int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -51,6 +54,16 @@ task's waits alone, the live heap and goroutines per agent, CPU per task,
 and the role-to-role and submit-to-planner-start times with the whole
 fleet in flight.
 
+The workspace phase (--workspace-repo, a URL or a path; first, as it needs
+no server) measures a task's workspace overhead on that repository with the
+worker's workspace manager: the mirror's first clone, then for each of
+--workspace-tasks tasks the worktree's open at the base (--workspace-base-ref,
+default the remote's default branch), a line appended to one file committed
+and recorded with its patch, and the release (p50/p99 of each), and the
+repository's size. It never pushes: nothing is written to the repository.
+The mirror is in a temporary directory removed afterwards, unless
+--workspace-dir (not a running worker's).
+
 Without --nats-url it embeds a server in a temporary directory with the
 --sync interval and removes it afterwards. Against an external server,
 --sync is the server's own.
@@ -79,7 +92,7 @@ benchmark outside the binary: see docs/performance.md.`,
 			cfg := bench.Config{
 				Tasks: tasks, Concurrency: concurrency, URL: g.natsURL, Options: opts, Sync: sync,
 				Timeout: timeout, Log: g.log, Keep: keep, LatencyTasks: latency, CachedTasks: cached,
-				Agents: agents, AgentLatency: agentLatency,
+				Agents: agents, AgentLatency: agentLatency, Workspace: ws, WorkspaceTasks: wsTasks,
 			}
 			if f := cmd.Flag("prefix"); f != nil && f.Changed { // else the bench's own default
 				cfg.Names = g.names
@@ -92,6 +105,9 @@ benchmark outside the binary: see docs/performance.md.`,
 			}
 			if agents < 0 || agents > bench.MaxAgents {
 				return fmt.Errorf("--agents must be 0 to %d (got %d)", bench.MaxAgents, agents)
+			}
+			if wsTasks <= 0 {
+				return fmt.Errorf("--workspace-tasks must be positive (got %d)", wsTasks)
 			}
 			if agents > 0 && agentLatency <= 0 {
 				return fmt.Errorf("--agent-latency must be positive (got %s)", agentLatency)
@@ -113,6 +129,10 @@ benchmark outside the binary: see docs/performance.md.`,
 	f.IntVar(&cached, "cached-tasks", bench.DefaultCachedTasks, "unchanged tasks of the cached phase, run twice (0: skip it)")
 	f.IntVar(&agents, "agents", 0, "tasks of the agents phase, all in flight at once on one worker (0: skip it)")
 	f.DurationVar(&agentLatency, "agent-latency", bench.DefaultAgentLatency, "mean wait of a role's runner in the agents phase, spread over half to one and a half times it")
+	f.StringVar(&ws.Repo, "workspace-repo", "", "repository (URL or path) of the workspace phase, never pushed to (empty: skip it)")
+	f.StringVar(&ws.BaseRef, "workspace-base-ref", "", "branch, tag or commit the workspace phase's tasks start from (default: the remote's default branch)")
+	f.StringVar(&ws.Dir, "workspace-dir", "", "directory of the workspace phase's mirror and worktrees (default: a temporary one, removed)")
+	f.IntVar(&wsTasks, "workspace-tasks", bench.DefaultWorkspaceTasks, "tasks of the workspace phase, one at a time")
 	f.StringVar(&syncFlag, "sync", "always", `embedded server's fsync: "always" (before every ack) or an interval such as 2m (nats-server's default)`)
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&keep, "keep", false, "keep the bench's streams and buckets on an external server after the run")

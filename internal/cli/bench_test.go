@@ -18,6 +18,7 @@ func TestBenchRefusesBadCounts(t *testing.T) {
 		{"negative cached tasks", []string{"--cached-tasks", "-2"}, "must not be negative (got 200 and -2)"},
 		{"negative agents", []string{"--agents", "-1"}, "--agents must be 0 to 20000 (got -1)"},
 		{"too many agents", []string{"--agents", "20001"}, "--agents must be 0 to 20000 (got 20001)"},
+		{"no workspace tasks", []string{"--workspace-tasks", "0"}, "--workspace-tasks must be positive (got 0)"},
 		{"agents that do not wait", []string{"--agents", "5", "--agent-latency", "0s"}, "--agent-latency must be positive (got 0s)"},
 	}
 	for _, tc := range cases {
