@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/droverhq/drover/internal/redact"
 	"github.com/droverhq/drover/internal/workspace"
 )
 
@@ -44,7 +46,16 @@ type Workspace struct {
 // line appended to one file, Commit and Release. Push stays off and the
 // phase never calls Push: nothing is written to the repository. Without
 // cfg.Workspace.Dir the mirror is in a temporary directory, removed after.
+// The credentials of the repository's URL are masked in its errors and
+// log, as the worker masks them.
 func runWorkspace(ctx context.Context, cfg Config) (*Workspace, error) {
+	red := redact.New(redact.URLSecrets(cfg.Workspace.Repo)...)
+	cfg.Log = slog.New(red.Handler(cfg.Log.Handler()))
+	ws, err := measureWorkspace(ctx, cfg)
+	return ws, red.Error(err)
+}
+
+func measureWorkspace(ctx context.Context, cfg Config) (*Workspace, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	wc := cfg.Workspace
@@ -59,17 +70,17 @@ func runWorkspace(ctx context.Context, cfg Config) (*Workspace, error) {
 	}
 	m, err := workspace.New(workspace.Deps{Log: cfg.Log}, wc)
 	if err != nil {
-		return nil, fmt.Errorf("bench: workspace: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	t0 := time.Now()
 	if err := m.Start(ctx); err != nil {
-		return nil, fmt.Errorf("bench: workspace: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer func() { _ = m.Close() }()
 	out, file := &Workspace{Tasks: cfg.WorkspaceTasks, MirrorStart: time.Since(t0)}, ""
 	base, err := m.ResolveBase(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("bench: workspace: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	// The warm-up task, untimed but for its Open: the repository's size
 	// and the file each task changes.
@@ -109,7 +120,7 @@ func runWorkspace(ctx context.Context, cfg Config) (*Workspace, error) {
 func workspaceTask(ctx context.Context, m *workspace.Manager, wf, id, base string, commit bool, change func(dir string) error) (steps [3]time.Duration, err error) {
 	branch, err := m.Branch(wf, id, "")
 	if err != nil {
-		return steps, fmt.Errorf("bench: workspace: %w", err)
+		return steps, fmt.Errorf("bench: %w", err)
 	}
 	t0 := time.Now()
 	w, err := m.Open(ctx, workspace.Spec{Workflow: wf, Task: id, Branch: branch, Base: base})

@@ -69,3 +69,17 @@ func TestRunWorkspace(t *testing.T) {
 		require.Contains(t, out.String(), want)
 	}
 }
+
+// A repository that cannot be fetched fails the phase with an error that
+// names it without the credentials of its URL.
+func TestRunWorkspaceMasksTheURLsCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs git: not run with -short")
+	}
+	cfg, err := Config{Timeout: time.Minute, Log: natstest.Quiet(), Workspace: workspace.Config{Repo: "http://bench:s3cret-token@127.0.0.1:1/none.git"}}.withDefaults()
+	require.NoError(t, err)
+	_, err = runWorkspace(context.Background(), cfg)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "bench: workspace: fetch http://bench:")
+	require.NotContains(t, err.Error(), "s3cret-token")
+}
