@@ -168,7 +168,7 @@ const agentsPoll = 10 * time.Millisecond
 // pod drive" with what a fleet of cfg.Agents in flight costs one worker.
 func runAgents(ctx context.Context, cfg Config, url string) (*Agents, error) {
 	n := cfg.Agents
-	rep := &Agents{Tasks: n, RoleWait: cfg.AgentLatency, RoleWaitMS: ms(cfg.AgentLatency), InProcessServer: cfg.URL == ""}
+	rep := &Agents{Tasks: n, RoleWait: cfg.AgentLatency, RoleWaitMS: MS(cfg.AgentLatency), InProcessServer: cfg.URL == ""}
 	longest := 3 * time.Duration(agentWait(n-1, n, cfg.AgentLatency)) * time.Millisecond // the spread rises with i
 	wcfg := cfg
 	wcfg.Concurrency = n

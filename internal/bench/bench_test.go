@@ -85,10 +85,10 @@ func TestPercentile(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		d = append(d, time.Duration(i))
 	}
-	require.Equal(t, time.Duration(50), percentile(d, 50))
-	require.Equal(t, time.Duration(99), percentile(d, 99))
-	require.Equal(t, time.Duration(7), percentile([]time.Duration{7}, 99))
-	require.Zero(t, percentile(nil, 50))
+	require.Equal(t, time.Duration(50), Percentile(d, 50))
+	require.Equal(t, time.Duration(99), Percentile(d, 99))
+	require.Equal(t, time.Duration(7), Percentile([]time.Duration{7}, 99))
+	require.Zero(t, Percentile(nil, 50))
 }
 
 func TestNewPhase(t *testing.T) {

@@ -27,11 +27,11 @@ type Dist struct {
 func newDist(d []time.Duration) Dist {
 	d = slices.Clone(d)
 	slices.Sort(d)
-	out := Dist{N: len(d), P50: percentile(d, 50), P99: percentile(d, 99)}
+	out := Dist{N: len(d), P50: Percentile(d, 50), P99: Percentile(d, 99)}
 	if len(d) > 0 {
 		out.Max = d[len(d)-1]
 	}
-	out.P50MS, out.P99MS, out.MaxMS = ms(out.P50), ms(out.P99), ms(out.Max)
+	out.P50MS, out.P99MS, out.MaxMS = MS(out.P50), MS(out.P99), MS(out.Max)
 	return out
 }
 

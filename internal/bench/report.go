@@ -99,8 +99,8 @@ func NewPhase(submit, end []time.Time) Phase {
 	if ph.Elapsed > 0 {
 		ph.TasksPerSec = float64(len(lat)) / ph.Elapsed.Seconds()
 	}
-	ph.P50, ph.P99 = percentile(lat, 50), percentile(lat, 99)
-	ph.P50MS, ph.P99MS = ms(ph.P50), ms(ph.P99)
+	ph.P50, ph.P99 = Percentile(lat, 50), Percentile(lat, 99)
+	ph.P50MS, ph.P99MS = MS(ph.P50), MS(ph.P99)
 	return ph
 }
 
@@ -123,8 +123,8 @@ func (ph *Phase) SetUsage(u Usage, n int) {
 	}
 }
 
-// percentile is the nearest-rank percentile p of sorted durations.
-func percentile(sorted []time.Duration, p int) time.Duration {
+// Percentile is the nearest-rank percentile p of sorted durations.
+func Percentile(sorted []time.Duration, p int) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -132,7 +132,8 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[max(rank, 1)-1]
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// MS is d in milliseconds, to the microsecond.
+func MS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // WriteJSON writes the report as one indented JSON object.
 func (r *Report) WriteJSON(w io.Writer) error {

@@ -109,7 +109,7 @@ func measureWorkspace(ctx context.Context, cfg Config) (*Workspace, error) {
 		totals = append(totals, s[0]+s[1]+s[2])
 	}
 	out.Open, out.Commit, out.Release, out.Total = newDist(opens), newDist(commits), newDist(releases), newDist(totals)
-	out.MirrorStartMS, out.FirstOpenMS = ms(out.MirrorStart), ms(out.FirstOpen)
+	out.MirrorStartMS, out.FirstOpenMS = MS(out.MirrorStart), MS(out.FirstOpen)
 	return out, nil
 }
 

@@ -183,8 +183,8 @@ func report(b *testing.B, res Result) {
 	}
 	b.ReportMetric(float64(res.Elapsed.Nanoseconds())/float64(b.N), "ns/op")
 	b.ReportMetric(res.TasksPerSec, "tasks/s")
-	b.ReportMetric(ms(res.P50), "p50-ms")
-	b.ReportMetric(ms(res.P99), "p99-ms")
+	b.ReportMetric(bench.MS(res.P50), "p50-ms")
+	b.ReportMetric(bench.MS(res.P99), "p99-ms")
 	b.ReportMetric(res.CPUPerTaskUS, "cpu-us/op")
 	b.ReportMetric(res.AllocsPerTask, "heap-allocs/op")
 	b.ReportMetric(res.AllocBytesPerTask, "heap-B/op")

@@ -22,7 +22,6 @@ package benchlab
 import (
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/droverhq/drover/internal/bench"
 	"github.com/droverhq/drover/subjects"
@@ -61,14 +60,3 @@ type Result struct {
 	WritesPerTask float64
 	Ops           []OpStat
 }
-
-// percentile is the nearest-rank percentile p of sorted durations.
-func percentile(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
-	return sorted[max(rank, 1)-1]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

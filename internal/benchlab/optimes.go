@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/droverhq/drover/internal/bench"
 )
 
 // OpStat is what one kind of JetStream operation cost in a raw phase:
@@ -65,14 +67,14 @@ func (o *opTimes) stats(n int) []OpStat {
 		for _, x := range d {
 			sum += x
 		}
-		s := OpStat{Op: op, Waited: o.waited[op], P50: percentile(d, 50), P99: percentile(d, 99)}
+		s := OpStat{Op: op, Waited: o.waited[op], P50: bench.Percentile(d, 50), P99: bench.Percentile(d, 99)}
 		if len(d) > 0 {
 			s.Mean = sum / time.Duration(len(d))
 		}
 		if n > 0 {
 			s.PerTask = float64(len(d)) / float64(n)
 		}
-		s.MeanMS, s.P50MS, s.P99MS = ms(s.Mean), ms(s.P50), ms(s.P99)
+		s.MeanMS, s.P50MS, s.P99MS = bench.MS(s.Mean), bench.MS(s.P50), bench.MS(s.P99)
 		out = append(out, s)
 	}
 	return out
