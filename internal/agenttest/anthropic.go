@@ -57,20 +57,6 @@ type Anthropic struct {
 	fake
 }
 
-// meter measures body's input (see Meter): its system prompt and tools,
-// then its messages.
-func (f *Anthropic) meter(body []byte) (total, cached int64) {
-	var b struct {
-		System   json.RawMessage   `json:"system"`
-		Tools    json.RawMessage   `json:"tools"`
-		Messages []json.RawMessage `json:"messages"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return int64(len(body)+3) / 4, 0
-	}
-	return f.measure(append([]json.RawMessage{append(append([]byte(nil), b.System...), b.Tools...)}, b.Messages...))
-}
-
 // NewAnthropic starts the fake; it stops when t ends.
 func NewAnthropic(t testing.TB, script ...Turn) *Anthropic {
 	t.Helper()
@@ -123,19 +109,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		rec.Turn = n
 		turn = f.turn(body, n)
 	}
-	f.mu.Lock()
-	var cacheRead int64
-	if f.metered && turn.Status == 0 {
-		total, cached := f.meter(body)
-		turn.InputTokens, cacheRead = total-cached, cached
-	}
-	rec.InputTokens, rec.CacheReadTokens, rec.OutputTokens = turn.InputTokens, cacheRead, turn.OutputTokens
-	f.requests = append(f.requests, rec)
-	if turn.Status == 0 {
-		f.in += turn.InputTokens + cacheRead
-		f.out += turn.OutputTokens
-	}
-	f.mu.Unlock()
+	turn, cacheRead, n := f.record(rec, turn, func() (int64, int64) { return f.meterBody(body, "messages", "system", "tools") })
 	if turn.Status != 0 {
 		typ := "api_error"
 		if turn.Status == http.StatusUnauthorized {
@@ -144,13 +118,13 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, turn.Status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": turn.Text}})
 		return
 	}
-	id := fmt.Sprintf("msg_%03d", len(f.requests))
+	id := fmt.Sprintf("msg_%03d", n)
 	var block map[string]any
 	var deltas []map[string]any
 	stop := "end_turn"
 	if turn.Tool != "" {
 		input, _ := json.Marshal(turn.Input)
-		block = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%03d", len(f.requests)), "name": turn.Tool, "input": map[string]any{}}
+		block = map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%03d", n), "name": turn.Tool, "input": map[string]any{}}
 		deltas = []map[string]any{{"type": "input_json_delta", "partial_json": string(input)}}
 		stop = "tool_use"
 	} else {

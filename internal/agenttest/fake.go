@@ -95,6 +95,45 @@ func (f *fake) measure(parts []json.RawMessage) (total, cached int64) {
 	return total, cached
 }
 
+// meterBody measures body (see Meter) as the APIs lay it out: the values
+// of the head keys (system prompt, tools) as one part, then each item of
+// the list under key list (messages, input items, contents). Called with
+// f.mu held.
+func (f *fake) meterBody(body []byte, list string, head ...string) (total, cached int64) {
+	var m map[string]json.RawMessage
+	var items []json.RawMessage
+	if json.Unmarshal(body, &m) != nil || (m[list] != nil && json.Unmarshal(m[list], &items) != nil) {
+		return int64(len(body)+3) / 4, 0
+	}
+	var first []byte
+	for _, k := range head {
+		first = append(first, m[k]...)
+	}
+	return f.measure(append([]json.RawMessage{first}, items...))
+}
+
+// record keeps rec with the usage the fake reports for turn (measured
+// from body through meter when the fake is metered and meter is set), and
+// adds a successful turn's usage to the totals. It returns the turn as
+// reported (its fresh input), its cache reads, and how many requests the
+// fake has kept.
+func (f *fake) record(rec Request, turn Turn, meter func() (total, cached int64)) (Turn, int64, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var cached int64
+	if f.metered && meter != nil && turn.Status == 0 {
+		total, c := meter()
+		turn.InputTokens, cached = total-c, c
+	}
+	rec.InputTokens, rec.CacheReadTokens, rec.OutputTokens = turn.InputTokens, cached, turn.OutputTokens
+	f.requests = append(f.requests, rec)
+	if turn.Status == 0 {
+		f.in += turn.InputTokens + cached
+		f.out += turn.OutputTokens
+	}
+	return turn, cached, len(f.requests)
+}
+
 // start serves h on loopback until t ends.
 func (f *fake) start(t testing.TB, h http.HandlerFunc) {
 	t.Helper()

@@ -45,21 +45,6 @@ type geminiBody struct {
 	} `json:"tools"`
 }
 
-// meter measures body's input (see Meter): its system instruction and
-// tools, then its contents. Gemini sends no session ID: every request
-// carries the whole conversation.
-func (f *Gemini) meter(body []byte) (total, cached int64) {
-	var b struct {
-		System   json.RawMessage   `json:"systemInstruction"`
-		Tools    json.RawMessage   `json:"tools"`
-		Contents []json.RawMessage `json:"contents"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return int64(len(body)+3) / 4, 0
-	}
-	return f.measure(append([]json.RawMessage{append(append([]byte(nil), b.System...), b.Tools...)}, b.Contents...))
-}
-
 func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	path := r.URL.Path
@@ -99,19 +84,11 @@ func (f *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		turn = f.turn(body, rec.Turn)
 	}
-	f.mu.Lock()
-	var cached int64
-	if f.metered && rec.Turn >= 0 && turn.Status == 0 {
-		total, c := f.meter(body)
-		turn.InputTokens, cached = total-c, c
+	var meter func() (int64, int64)
+	if rec.Turn >= 0 { // the CLI's own checks are not metered
+		meter = func() (int64, int64) { return f.meterBody(body, "contents", "systemInstruction", "tools") }
 	}
-	rec.InputTokens, rec.CacheReadTokens, rec.OutputTokens = turn.InputTokens, cached, turn.OutputTokens
-	f.requests = append(f.requests, rec)
-	if turn.Status == 0 {
-		f.in += turn.InputTokens + cached
-		f.out += turn.OutputTokens
-	}
-	f.mu.Unlock()
+	turn, cached, _ := f.record(rec, turn, meter)
 	if turn.Status != 0 {
 		writeJSON(w, turn.Status, map[string]any{"error": map[string]any{"code": turn.Status, "message": turn.Text, "status": "UNAUTHENTICATED"}})
 		return

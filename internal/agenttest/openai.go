@@ -41,21 +41,6 @@ type responsesBody struct {
 	PromptCacheKey string `json:"prompt_cache_key"`
 }
 
-// meter measures body's input (see Meter): its instructions and tools,
-// then its input items. Its input_tokens count the cached ones, as
-// OpenAI's do.
-func (f *Responses) meter(body []byte) (total, cached int64) {
-	var b struct {
-		Instructions json.RawMessage   `json:"instructions"`
-		Tools        json.RawMessage   `json:"tools"`
-		Input        []json.RawMessage `json:"input"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return int64(len(body)+3) / 4, 0
-	}
-	return f.measure(append([]json.RawMessage{append(append([]byte(nil), b.Instructions...), b.Tools...)}, b.Input...))
-}
-
 func (f *Responses) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
@@ -80,20 +65,7 @@ func (f *Responses) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	turn := f.turn(body, rec.Turn)
-	f.mu.Lock()
-	var cached int64
-	if f.metered && turn.Status == 0 {
-		total, c := f.meter(body)
-		turn.InputTokens, cached = total-c, c
-	}
-	rec.InputTokens, rec.CacheReadTokens, rec.OutputTokens = turn.InputTokens, cached, turn.OutputTokens
-	f.requests = append(f.requests, rec)
-	n := len(f.requests)
-	if turn.Status == 0 {
-		f.in += turn.InputTokens + cached
-		f.out += turn.OutputTokens
-	}
-	f.mu.Unlock()
+	turn, cached, n := f.record(rec, turn, func() (int64, int64) { return f.meterBody(body, "input", "instructions", "tools") })
 	if turn.Status != 0 {
 		code := "server_error"
 		if turn.Status == http.StatusUnauthorized {
