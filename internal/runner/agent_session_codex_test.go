@@ -113,11 +113,7 @@ func TestRealCodexSessionKept(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
 	agenttest.CLI(t, "codex") // skipped here, not in each row: the figures compare both
-	type figures struct {
-		calls              int
-		fresh, cached, out int64
-	}
-	run := func(t *testing.T, cold bool) (figures, []agenttest.Request) {
+	run := func(t *testing.T, cold bool) (sessionFigures, []agenttest.Request) {
 		r := newCodexSessionRig(t, false)
 		first := r.run(t, filepath.Join(t.TempDir(), "home"), 1, nil)
 		require.JSONEq(t, `{"change":"wrote hello.txt","files":["hello.txt"]}`, string(first.Output))
@@ -171,7 +167,7 @@ func TestRealCodexSessionKept(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, got, 1, "restored as Codex keeps it, and appended to")
 		}
-		var f figures
+		var f sessionFigures
 		all := r.fake.Requests()
 		f.calls = len(all)
 		for _, q := range all {
@@ -179,7 +175,7 @@ func TestRealCodexSessionKept(t *testing.T) {
 		}
 		return f, reqs
 	}
-	var kept, cold figures
+	var kept, cold sessionFigures
 	var resumed, restarted []agenttest.Request
 	t.Run("kept", func(t *testing.T) { kept, resumed = run(t, false) })
 	t.Run("cold", func(t *testing.T) { cold, restarted = run(t, true) })
@@ -189,16 +185,7 @@ func TestRealCodexSessionKept(t *testing.T) {
 	require.Less(t, resumed[0].InputTokens, restarted[0].InputTokens, "fewer fresh input tokens than a cold start")
 	// gpt-5-codex a million tokens: $1.25 input, $0.125 cached input,
 	// $10 output. drover cost prices all input at the input price.
-	for _, row := range []struct {
-		name string
-		f    figures
-	}{{"sessions kept", kept}, {"cold restart", cold}} {
-		f := row.f
-		t.Logf("%-13s: %d model calls, input %d fresh + %d cached, output %d, $%.4f billed, $%.4f in drover cost",
-			row.name, f.calls, f.fresh, f.cached, f.out,
-			(float64(f.fresh)*1.25+float64(f.cached)*0.125+float64(f.out)*10)/1e6,
-			(float64(f.fresh+f.cached)*1.25+float64(f.out)*10)/1e6)
-	}
+	logSessionFigures(t, kept, cold, 1.25, 0.125, 10)
 }
 
 // A Codex session that cannot be resumed falls back to a fresh thread

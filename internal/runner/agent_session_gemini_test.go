@@ -109,11 +109,7 @@ func TestRealGeminiSessionKept(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
 	agenttest.CLI(t, "gemini") // skipped here, not in each row: the figures compare both
-	type figures struct {
-		calls              int
-		fresh, cached, out int64
-	}
-	run := func(t *testing.T, cold bool) (figures, []agenttest.Request) {
+	run := func(t *testing.T, cold bool) (sessionFigures, []agenttest.Request) {
 		r := newGeminiSessionRig(t, "")
 		dir := t.TempDir()
 		first := r.run(t, dir, filepath.Join(t.TempDir(), "home"), 1, nil)
@@ -166,7 +162,7 @@ func TestRealGeminiSessionKept(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, got, 1, "restored where the CLI looks for the new worktree's sessions, and appended to")
 		}
-		var f figures
+		var f sessionFigures
 		all := r.loop()
 		f.calls = len(all)
 		for _, q := range all {
@@ -174,7 +170,7 @@ func TestRealGeminiSessionKept(t *testing.T) {
 		}
 		return f, reqs
 	}
-	var kept, cold figures
+	var kept, cold sessionFigures
 	var resumed, restarted []agenttest.Request
 	t.Run("kept", func(t *testing.T) { kept, resumed = run(t, false) })
 	t.Run("cold", func(t *testing.T) { cold, restarted = run(t, true) })
@@ -187,16 +183,7 @@ func TestRealGeminiSessionKept(t *testing.T) {
 	// gemini-2.5-flash a million tokens: $0.30 input, $0.03 cached
 	// input, $2.50 output. drover cost prices all input at the input
 	// price. The agent's loop only: the CLI's checks are the same in both.
-	for _, row := range []struct {
-		name string
-		f    figures
-	}{{"sessions kept", kept}, {"cold restart", cold}} {
-		f := row.f
-		t.Logf("%-13s: %d model calls, input %d fresh + %d cached, output %d, $%.5f billed, $%.5f in drover cost",
-			row.name, f.calls, f.fresh, f.cached, f.out,
-			(float64(f.fresh)*0.3+float64(f.cached)*0.03+float64(f.out)*2.5)/1e6,
-			(float64(f.fresh+f.cached)*0.3+float64(f.out)*2.5)/1e6)
-	}
+	logSessionFigures(t, kept, cold, 0.3, 0.03, 2.5)
 }
 
 // A Gemini session that cannot be resumed falls back to a fresh session

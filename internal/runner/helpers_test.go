@@ -23,3 +23,28 @@ func simReq(t *testing.T, role subjects.Role, sim string) Request {
 	}
 	return Request{Role: role, Task: task, Attempt: 1, Try: 1}
 }
+
+// sessionFigures are a rejected-then-approved task's model calls and
+// tokens, for the session figures the real-agent tests log.
+type sessionFigures struct {
+	calls              int
+	fresh, cached, out int64
+}
+
+// logSessionFigures logs kept's and cold's calls, tokens and money at
+// the prices given (USD a million tokens): as billed, with cached input
+// at its own price, and as drover cost prices it, all input at the
+// input price.
+func logSessionFigures(t *testing.T, kept, cold sessionFigures, input, cachedInput, output float64) {
+	t.Helper()
+	for _, row := range []struct {
+		name string
+		f    sessionFigures
+	}{{"sessions kept", kept}, {"cold restart", cold}} {
+		f := row.f
+		t.Logf("%-13s: %d model calls, input %d fresh + %d cached, output %d, $%.5f billed, $%.5f in drover cost",
+			row.name, f.calls, f.fresh, f.cached, f.out,
+			(float64(f.fresh)*input+float64(f.cached)*cachedInput+float64(f.out)*output)/1e6,
+			(float64(f.fresh+f.cached)*input+float64(f.out)*output)/1e6)
+	}
+}
