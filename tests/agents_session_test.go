@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/droverhq/drover/internal/agenttest"
 	"github.com/droverhq/drover/internal/ledger"
 	"github.com/droverhq/drover/internal/runner"
+	"github.com/droverhq/drover/internal/sandbox/sandboxtest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -40,7 +40,7 @@ type agentRig struct {
 // system's (the CLIs, the judge's script).
 func startAgentRig(t *testing.T, roles string, readOnly ...string) *agentRig {
 	t.Helper()
-	requireSandbox(t)
+	sandboxtest.Require(t)
 	clis, err := filepath.Abs(os.Getenv(agenttest.CLIsEnv))
 	require.NoError(t, err)
 	ro, err := json.Marshal(append([]string{clis}, readOnly...))
@@ -76,19 +76,9 @@ type sessionRig struct {
 // JUDGE_WIPE and JUDGE_WAIT (see session_judge.sh).
 type rigOptions struct{ metered, wipe, wait bool }
 
-func requireSandbox(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("bwrap not found and CI is set: install bubblewrap: %v", err)
-		}
-		t.Skip("bwrap not found: install bubblewrap to run the sandbox tests (they fail under CI)")
-	}
-}
-
 func startSessionRig(t *testing.T, o rigOptions, script ...agenttest.Turn) *sessionRig {
 	t.Helper()
-	requireSandbox(t)
+	sandboxtest.Require(t)
 	bin := agenttest.CLI(t, "claude")
 	judge, err := filepath.Abs(filepath.Join("testdata", "session_judge.sh"))
 	require.NoError(t, err)
@@ -198,7 +188,7 @@ func bySession(reqs []agenttest.Request) ([]string, map[string][]agenttest.Reque
 // figures of both (docs/performance.md, "Agent sessions") are logged.
 func TestAgentSessionKeptAcrossAttempts(t *testing.T) {
 	t.Parallel()
-	requireSandbox(t)
+	sandboxtest.Require(t)
 	agenttest.CLI(t, "claude") // skipped here, not in each row: the figures compare both
 	type figures struct {
 		calls              int

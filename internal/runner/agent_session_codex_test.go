@@ -15,6 +15,7 @@ import (
 
 	"github.com/droverhq/drover/internal/agenttest"
 	"github.com/droverhq/drover/internal/sandbox"
+	"github.com/droverhq/drover/internal/sandbox/sandboxtest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -31,7 +32,7 @@ type codexSessionRig struct {
 // directory of the worktree.
 func newCodexSessionRig(t *testing.T, codexHome bool) *codexSessionRig {
 	t.Helper()
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	bin := agenttest.CLI(t, "codex")
 	clis, err := filepath.Abs(os.Getenv(agenttest.CLIsEnv))
 	require.NoError(t, err)
@@ -111,7 +112,7 @@ func requireUsage(t *testing.T, reqs []agenttest.Request, res Result) {
 // logged (docs/using-a-real-model.md, Codex's sessions).
 func TestRealCodexSessionKept(t *testing.T) {
 	t.Parallel()
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	agenttest.CLI(t, "codex") // skipped here, not in each row: the figures compare both
 	run := func(t *testing.T, cold bool) (sessionFigures, []agenttest.Request) {
 		r := newCodexSessionRig(t, false)

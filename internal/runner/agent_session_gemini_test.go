@@ -14,6 +14,7 @@ import (
 
 	"github.com/droverhq/drover/internal/agenttest"
 	"github.com/droverhq/drover/internal/sandbox"
+	"github.com/droverhq/drover/internal/sandbox/sandboxtest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -32,7 +33,7 @@ type geminiSessionRig struct {
 // cliHome.
 func newGeminiSessionRig(t *testing.T, cliHome string) *geminiSessionRig {
 	t.Helper()
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	bin := agenttest.CLI(t, "gemini")
 	clis, err := filepath.Abs(os.Getenv(agenttest.CLIsEnv))
 	require.NoError(t, err)
@@ -107,7 +108,7 @@ func geminiImplementerScript() []agenttest.Turn {
 // (docs/using-a-real-model.md, Gemini's sessions).
 func TestRealGeminiSessionKept(t *testing.T) {
 	t.Parallel()
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	agenttest.CLI(t, "gemini") // skipped here, not in each row: the figures compare both
 	run := func(t *testing.T, cold bool) (sessionFigures, []agenttest.Request) {
 		r := newGeminiSessionRig(t, "")

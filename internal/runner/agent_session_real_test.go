@@ -14,6 +14,7 @@ import (
 
 	"github.com/droverhq/drover/internal/agenttest"
 	"github.com/droverhq/drover/internal/sandbox"
+	"github.com/droverhq/drover/internal/sandbox/sandboxtest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -24,7 +25,7 @@ import (
 // conversation); given none, or a state the CLI refuses, it starts fresh
 // and says why.
 func TestRealClaudeCodeSessionKept(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	bin := agenttest.CLI(t, "claude")
 	clis, err := filepath.Abs(os.Getenv(agenttest.CLIsEnv))

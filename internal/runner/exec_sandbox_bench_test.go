@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/droverhq/drover/internal/sandbox"
+	"github.com/droverhq/drover/internal/sandbox/sandboxtest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -22,7 +23,7 @@ import (
 //
 //	go test -run '^$' -bench ExecRoleStart -benchtime 300x ./internal/runner/
 func BenchmarkExecRoleStart(b *testing.B) {
-	requireBwrap(b)
+	sandboxtest.Require(b)
 	root := b.TempDir()
 	ws := &Workspace{Dir: filepath.Join(root, "wt"), Sandbox: sandbox.Paths{
 		Work: filepath.Join(root, "wt"), ReadOnly: []string{filepath.Join(root, "mirror.git")}, Home: filepath.Join(root, "home")}}

@@ -18,23 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/droverhq/drover/internal/sandbox"
+	"github.com/droverhq/drover/internal/sandbox/sandboxtest"
 	"github.com/droverhq/drover/subjects"
 )
-
-// requireBwrap skips t when bwrap is not installed, unless CI is set: in
-// CI a missing bwrap fails the test. Under -short (make test-unit) it skips.
-func requireBwrap(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("runs bwrap: not run with -short")
-	}
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("bwrap not found and CI is set: install bubblewrap: %v", err)
-		}
-		t.Skip("bwrap not found: install bubblewrap to run the sandbox tests (they fail under CI)")
-	}
-}
 
 func newSandbox(t testing.TB, cfg sandbox.Config) *sandbox.Sandbox {
 	t.Helper()
@@ -67,7 +53,7 @@ func runContained(t *testing.T, cfg ExecConfig, script string, ws *Workspace) (s
 // variables or any /proc; without the sandbox the same agent reads it
 // (so the check can fail).
 func TestExecSandboxHidesTheWorkersEnvironment(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	// os.Setenv, not t.Setenv: the test is parallel and the name is its own.
 	require.NoError(t, os.Setenv("DROVER_TEST_SANDBOX_SECRET", "hunter2-sandbox"))
@@ -92,7 +78,7 @@ func TestExecSandboxHidesTheWorkersEnvironment(t *testing.T) {
 // removed after the run, as the prompt file is written there), TMPDIR,
 // the prompt file visible, and a fresh private working directory.
 func TestExecSandboxedChild(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	script := `grep NoNewPrivs /proc/self/status | tr -d '\t '
 echo $$
@@ -120,7 +106,7 @@ echo "$DROVER_ROLE"`
 // A process the agent leaves running in the background dies with its
 // role: none is left when Run returns.
 func TestExecSandboxKillsLeftovers(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	mark := strconv.Itoa(int(time.Now().UnixNano()%1e6)) + ".5"
 	work := t.TempDir()
@@ -153,7 +139,7 @@ func procsWith(arg string) ([]string, error) {
 // network: false cuts the network: a listener on loopback the test opened
 // is reached with the network on and not with it off.
 func TestExecSandboxNetwork(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -204,7 +190,7 @@ func TestExecSandboxConfigErrors(t *testing.T) {
 // With a configured dir the agent runs there, read-only, and finds the
 // worktree in DROVER_WORKSPACE.
 func TestExecSandboxConfiguredDir(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	own, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
@@ -243,7 +229,7 @@ func TestExecSandboxNoneTemporaryDirs(t *testing.T) {
 // it started, and one that floods stdout is killed at the bound: the
 // process-group kill and the output bound hold under the sandbox.
 func TestExecSandboxKillAndBound(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	mark := strconv.Itoa(int(time.Now().UnixNano()%1e6)) + ".25"
 	e, err := NewExec(subjects.RolePlanner, ExecConfig{Argv: []string{"sh", "-c", `sleep 2000` + mark + ` & sleep 2000` + mark},
@@ -287,7 +273,7 @@ func TestExecSandboxIdentity(t *testing.T) {
 // In a workspace the contained agent runs in the worktree, under its real
 // path, and gets the workspace's variables and the trace context.
 func TestExecSandboxWorkspaceVariables(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	wt, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/droverhq/drover/internal/sandbox/sandboxtest"
 )
 
 // BenchmarkExecStart measures a process start: `true` run plainly (as
@@ -13,7 +15,7 @@ import (
 //
 //	go test -run '^$' -bench ExecStart -benchtime 300x ./internal/sandbox/
 func BenchmarkExecStart(b *testing.B) {
-	requireBwrap(b)
+	sandboxtest.Require(b)
 	work, home := tempDir(b), tempDir(b)
 	spec := Spec{Paths: Paths{Work: work, Home: home}, Env: []string{"PATH=/usr/bin:/bin"}}
 	for _, mode := range []string{ModeNone, ModeBubblewrap} {

@@ -22,21 +22,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// requireBwrap skips t when bwrap is not installed, unless CI is set: in
-// CI a missing bwrap fails the test. Under -short (make test-unit) it skips.
-func requireBwrap(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("runs bwrap: not run with -short")
-	}
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("bwrap not found and CI is set: install bubblewrap: %v", err)
-		}
-		t.Skip("bwrap not found: install bubblewrap to run the sandbox tests (they fail under CI)")
-	}
-}
-
 // tempDir is a temporary directory without symbolic links in its path.
 func tempDir(t testing.TB) string {
 	t.Helper()

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/droverhq/drover/internal/sandbox/sandboxtest"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -112,7 +114,7 @@ func run(t *testing.T, s *Sandbox, spec Spec, script string) (string, string, er
 // else of the machine, writes only where it may, has no capabilities and
 // no new privileges, a private HOME, and none of the worker's variables.
 func TestContained(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	root := tempDir(t)
 	mk := func(p ...string) string {
@@ -182,7 +184,7 @@ func TestContained(t *testing.T) {
 // With no Home, HOME is a fresh private directory; with no Work, so is
 // the working directory.
 func TestFreshHomeAndWork(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	s, err := New(Config{})
 	require.NoError(t, err)
@@ -194,7 +196,7 @@ func TestFreshHomeAndWork(t *testing.T) {
 // NoNetwork cuts the network: a listener the test opened on loopback is
 // reached with the network and not without it.
 func TestNoNetwork(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -312,7 +314,7 @@ func TestPathsEnv(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{ModeBubblewrap, ModeNone} {
 		if mode == ModeBubblewrap {
-			requireBwrap(t)
+			sandboxtest.Require(t)
 		}
 		s, err := New(Config{Mode: mode})
 		require.NoError(t, err)
@@ -327,7 +329,7 @@ func TestPathsEnv(t *testing.T) {
 // The private /tmp is memory: its size is bounded, so a process that
 // writes more than TmpBytes there gets "no space", not the worker's RAM.
 func TestTmpBounded(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	s, err := New(Config{TmpBytes: 1 << 20})
 	require.NoError(t, err)

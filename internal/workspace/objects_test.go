@@ -16,6 +16,7 @@ import (
 
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/sandbox"
+	"github.com/droverhq/drover/internal/sandbox/sandboxtest"
 	"github.com/droverhq/drover/subjects"
 )
 
@@ -59,7 +60,7 @@ const agentCommit = `
 // other task's worktree stay whole (git fsck clean), and the agent's own
 // commit still works.
 func TestSandboxObjectStoreReadOnly(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	repo := newTestRepo(t)
 	m := newManager(t, repo.remote, nil)
@@ -109,7 +110,7 @@ func TestSandboxObjectStoreReadOnly(t *testing.T) {
 // Commit imports those its head needs (the commit and the staged blob), so
 // the mirror is complete and the branch pushes to the remote.
 func TestAgentObjectsImported(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	repo := newTestRepo(t)
 	m := newManager(t, repo.remote, nil)
@@ -147,7 +148,7 @@ func TestAgentObjectsImported(t *testing.T) {
 // another store. The branch stays where it was, the mirror is whole and
 // another task records its change.
 func TestAgentForgedObjects(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	for _, tc := range []struct {
 		name, script, reason string
@@ -197,7 +198,7 @@ func TestAgentForgedObjects(t *testing.T) {
 // A reused worktree starts with an empty private store: nothing the last
 // task's agent wrote there reaches the next one.
 func TestReusedWorktreeFreshObjects(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	repo := newTestRepo(t)
 	m := newManager(t, repo.remote, func(c *Config) { c.MaxWorktrees = 1 })
@@ -224,7 +225,7 @@ func TestReusedWorktreeFreshObjects(t *testing.T) {
 // What a merge check writes to the scratch's private store is gone when
 // it ends: Drover's next merges in the scratch never read it.
 func TestScratchCheckObjectsDropped(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	repo := newTestRepo(t)
 	sb, err := sandbox.New(sandbox.Config{})

@@ -21,23 +21,9 @@ import (
 
 	"github.com/droverhq/drover/internal/runner"
 	"github.com/droverhq/drover/internal/sandbox"
+	"github.com/droverhq/drover/internal/sandbox/sandboxtest"
 	"github.com/droverhq/drover/subjects"
 )
-
-// requireBwrap skips t when bwrap is not installed, unless CI is set: in
-// CI a missing bwrap fails the test. Under -short (make test-unit) it skips.
-func requireBwrap(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("runs bwrap: not run with -short")
-	}
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("bwrap not found and CI is set: install bubblewrap: %v", err)
-		}
-		t.Skip("bwrap not found: install bubblewrap to run the sandbox tests (they fail under CI)")
-	}
-}
 
 // snapshot is the content of every file under roots but those below skip.
 func snapshot(t *testing.T, roots, skip []string) map[string]string {
@@ -82,7 +68,7 @@ func snapshot(t *testing.T, roots, skip []string) map[string]string {
 // store, and its HOME) changes, and git inside the worktree still works,
 // so Drover records the agent's own commit.
 func TestSandboxedHostileAgents(t *testing.T) {
-	requireBwrap(t)
+	sandboxtest.Require(t)
 	t.Parallel()
 	repo := newTestRepo(t)
 	m := newManager(t, repo.remote, nil)
